@@ -1,0 +1,153 @@
+//! Benchmarks `lab bench` prints: training-step time at three sizes and matmul GFLOP/s. Native only.
+
+use std::time::Instant;
+
+use rand::Rng;
+use serde::Serialize;
+
+use crate::config::{ModelConfig, OptimizerConfig};
+use crate::error::Result;
+use crate::matmul::{gemm, MatMut, MatRef};
+use crate::model::{Cache, Grads, Model};
+use crate::optim::Optimizer;
+use crate::rng::{rng, Stream};
+
+/// Vocabulary of the benchmark models (as in bench/pytorch_reference.py).
+pub const VOCAB: usize = 64;
+
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct Size {
+    pub name: &'static str,
+    pub d_model: usize,
+    pub layers: usize,
+    pub heads: usize,
+    pub context: usize,
+    pub batch: usize,
+}
+
+pub const SIZES: [Size; 3] = [
+    Size {
+        name: "tiny",
+        d_model: 32,
+        layers: 1,
+        heads: 2,
+        context: 32,
+        batch: 8,
+    },
+    Size {
+        name: "small",
+        d_model: 64,
+        layers: 2,
+        heads: 4,
+        context: 64,
+        batch: 16,
+    },
+    Size {
+        name: "medium",
+        d_model: 128,
+        layers: 4,
+        heads: 4,
+        context: 128,
+        batch: 16,
+    },
+];
+
+#[derive(Clone, Debug, Serialize)]
+pub struct StepRow {
+    pub size: &'static str,
+    pub optimizer: String,
+    pub params: usize,
+    pub ms_per_step: f64,
+    pub tokens_per_s: f64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct MatmulRow {
+    pub m: usize,
+    pub k: usize,
+    pub n: usize,
+    pub gflops: f64,
+}
+
+pub fn model_config(s: &Size) -> ModelConfig {
+    ModelConfig {
+        vocab: VOCAB,
+        d_model: s.d_model,
+        heads: s.heads,
+        layers: s.layers,
+        d_ff: 4 * s.d_model,
+        context: s.context,
+        ..ModelConfig::default()
+    }
+}
+
+/// Median time of a full training step (forward, backward, clip, optimizer) over `iters` steps.
+pub fn step_time(s: &Size, opt: &OptimizerConfig, iters: usize) -> Result<StepRow> {
+    let cfg = model_config(s);
+    let mut model = Model::<f32>::new(cfg.clone())?;
+    let mut cache = Cache::new(&cfg, s.batch);
+    let mut grads = Grads::new(&model, s.batch);
+    let mut optimizer = Optimizer::new(opt, &model);
+    let mut r = rng(0, Stream::TrainBatch, 0);
+    let n = s.batch * s.context;
+    let tokens: Vec<u32> = (0..n).map(|_| r.random_range(0..VOCAB as u32)).collect();
+    let targets: Vec<u32> = (0..n).map(|_| r.random_range(0..VOCAB as u32)).collect();
+    let mut times = Vec::with_capacity(iters);
+    for i in 0..iters + 2 {
+        let start = Instant::now();
+        model.forward(&mut cache, &tokens, &targets)?;
+        model.backward(&cache, &mut grads);
+        crate::optim::clip::clip(&mut grads.data, 1.0);
+        optimizer.step(&mut model, &grads, &cache, 1e-3);
+        if i >= 2 {
+            times.push(start.elapsed().as_secs_f64());
+        }
+    }
+    times.sort_by(f64::total_cmp);
+    let median = times[times.len() / 2];
+    Ok(StepRow {
+        size: s.name,
+        optimizer: opt.name().into(),
+        params: model.num_params(),
+        ms_per_step: median * 1e3,
+        tokens_per_s: n as f64 / median,
+    })
+}
+
+/// GFLOP/s of `C = A B` for row-major f32 matrices, best of a few runs.
+pub fn matmul_gflops(m: usize, k: usize, n: usize) -> MatmulRow {
+    let a: Vec<f32> = (0..m * k).map(|i| (i % 7) as f32 * 0.1).collect();
+    let b: Vec<f32> = (0..k * n).map(|i| (i % 5) as f32 * 0.1).collect();
+    let mut c = vec![0.0f32; m * n];
+    let flops = 2.0 * (m * k * n) as f64;
+    let reps = ((2e9 / flops) as usize).clamp(1, 200);
+    let mut best = f64::INFINITY;
+    for _ in 0..3 {
+        let start = Instant::now();
+        for _ in 0..reps {
+            gemm(
+                1.0,
+                MatRef::new(&a, m, k),
+                MatRef::new(&b, k, n),
+                0.0,
+                MatMut::new(&mut c, m, n),
+            );
+        }
+        best = best.min(start.elapsed().as_secs_f64() / reps as f64);
+    }
+    MatmulRow {
+        m,
+        k,
+        n,
+        gflops: flops / best / 1e9,
+    }
+}
+
+/// The matmul shapes the lab's models use, plus squares.
+pub const MATMUL_SHAPES: [(usize, usize, usize); 5] = [
+    (1024, 64, 192),
+    (1024, 256, 64),
+    (2048, 128, 512),
+    (256, 256, 256),
+    (512, 512, 512),
+];

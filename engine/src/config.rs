@@ -1,0 +1,341 @@
+//! What a model and a training run are. Everything here is serde, so a run is one JSON object
+//! (the page keeps it in the URL, checkpoints keep it beside the weights).
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+
+/// Largest vocabulary the lab accepts (characters of the user's text, or task symbols).
+pub const MAX_VOCAB: usize = 256;
+/// Largest width and context: the lab is for models that fit a browser tab.
+pub const MAX_D_MODEL: usize = 1024;
+pub const MAX_CONTEXT: usize = 1024;
+pub const MAX_LAYERS: usize = 32;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Activation {
+    Gelu,
+    Relu,
+    Identity,
+}
+
+impl std::str::FromStr for Activation {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "gelu" => Ok(Activation::Gelu),
+            "relu" => Ok(Activation::Relu),
+            "identity" | "linear" => Ok(Activation::Identity),
+            _ => Err(Error::Config(format!(
+                "unknown activation {s:?}; use gelu, relu or identity"
+            ))),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ModelConfig {
+    /// Filled in from the data set when a run starts.
+    pub vocab: usize,
+    pub d_model: usize,
+    pub heads: usize,
+    pub layers: usize,
+    pub d_ff: usize,
+    pub context: usize,
+    pub activation: Activation,
+    pub causal: bool,
+    /// Seed of the weight initialisation.
+    pub seed: u64,
+}
+
+impl Default for ModelConfig {
+    fn default() -> Self {
+        ModelConfig {
+            vocab: 0,
+            d_model: 64,
+            heads: 4,
+            layers: 2,
+            d_ff: 256,
+            context: 64,
+            activation: Activation::Gelu,
+            causal: true,
+            seed: 0,
+        }
+    }
+}
+
+impl ModelConfig {
+    pub fn validate(&self) -> Result<()> {
+        let positive = [
+            ("vocab", self.vocab),
+            ("d_model", self.d_model),
+            ("heads", self.heads),
+            ("layers", self.layers),
+            ("d_ff", self.d_ff),
+            ("context", self.context),
+        ];
+        for (name, v) in positive {
+            if v == 0 {
+                return Err(Error::Config(format!("{name} must be positive, got 0")));
+            }
+        }
+        if self.vocab > MAX_VOCAB {
+            return Err(Error::Config(format!(
+                "vocabulary of {} symbols is over the limit of {MAX_VOCAB}",
+                self.vocab
+            )));
+        }
+        if self.d_model % self.heads != 0 {
+            return Err(Error::Config(format!(
+                "heads ({}) must divide d_model ({})",
+                self.heads, self.d_model
+            )));
+        }
+        let limits = [
+            ("d_model", self.d_model, MAX_D_MODEL),
+            ("d_ff", self.d_ff, 4 * MAX_D_MODEL),
+            ("context", self.context, MAX_CONTEXT),
+            ("layers", self.layers, MAX_LAYERS),
+        ];
+        for (name, v, max) in limits {
+            if v > max {
+                return Err(Error::Config(format!(
+                    "{name} = {v} is over the limit of {max}"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    pub fn head_size(&self) -> usize {
+        self.d_model / self.heads
+    }
+}
+
+/// Where the tokens come from. Built-in sets are generated from the run's seed; nothing is downloaded.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum DataSpec {
+    /// Character-level sentences from a seeded probabilistic grammar (agreement, nesting).
+    Grammar,
+    /// JoMA's latent hierarchical generative model: known chunks of tokens.
+    Hierarchy,
+    Copy,
+    Reverse,
+    Sort,
+    /// `a b = (a + b) mod p`, packed several to a sequence.
+    Modadd,
+    /// The user's own text, character level.
+    Text {
+        text: String,
+    },
+}
+
+impl DataSpec {
+    pub const BUILT_IN: [&'static str; 6] =
+        ["grammar", "hierarchy", "copy", "reverse", "sort", "modadd"];
+
+    /// A built-in name; anything else is an error that lists the names.
+    pub fn named(name: &str) -> Result<Self> {
+        Ok(match name {
+            "grammar" => DataSpec::Grammar,
+            "hierarchy" => DataSpec::Hierarchy,
+            "copy" => DataSpec::Copy,
+            "reverse" => DataSpec::Reverse,
+            "sort" => DataSpec::Sort,
+            "modadd" => DataSpec::Modadd,
+            _ => return Err(Error::Data(format!(
+                "unknown data set {name:?}; built-in sets are {}, or give a path to a .txt file",
+                Self::BUILT_IN.join(", ")
+            ))),
+        })
+    }
+
+    pub fn name(&self) -> &str {
+        match self {
+            DataSpec::Grammar => "grammar",
+            DataSpec::Hierarchy => "hierarchy",
+            DataSpec::Copy => "copy",
+            DataSpec::Reverse => "reverse",
+            DataSpec::Sort => "sort",
+            DataSpec::Modadd => "modadd",
+            DataSpec::Text { .. } => "text",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum OptimizerConfig {
+    Sgd {
+        momentum: f32,
+        weight_decay: f32,
+    },
+    Adam {
+        beta1: f32,
+        beta2: f32,
+        eps: f32,
+        weight_decay: f32,
+    },
+}
+
+impl OptimizerConfig {
+    pub fn sgd() -> Self {
+        OptimizerConfig::Sgd {
+            momentum: 0.9,
+            weight_decay: 0.0,
+        }
+    }
+    pub fn adam() -> Self {
+        OptimizerConfig::Adam {
+            beta1: 0.9,
+            beta2: 0.99,
+            eps: 1e-8,
+            weight_decay: 0.01,
+        }
+    }
+    pub fn named(name: &str) -> Result<Self> {
+        match name {
+            "sgd" => Ok(Self::sgd()),
+            "adam" | "adamw" => Ok(Self::adam()),
+            _ => Err(Error::Config(format!(
+                "unknown optimizer {name:?}; use sgd or adam"
+            ))),
+        }
+    }
+    pub fn name(&self) -> &'static str {
+        match self {
+            OptimizerConfig::Sgd { .. } => "sgd",
+            OptimizerConfig::Adam { .. } => "adam",
+        }
+    }
+    /// The learning rate each optimizer starts from when none is given (see README's sweep).
+    pub fn default_lr(&self) -> f32 {
+        match self {
+            OptimizerConfig::Sgd { .. } => 0.1,
+            OptimizerConfig::Adam { .. } => 3e-3,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Schedule {
+    Constant,
+    /// Linear warmup over `warmup` steps, then cosine decay to `min_ratio * lr` at the last step.
+    WarmupCosine {
+        warmup: usize,
+        min_ratio: f32,
+    },
+}
+
+impl Schedule {
+    pub fn lr(&self, base: f32, step: usize, total: usize) -> f32 {
+        match *self {
+            Schedule::Constant => base,
+            Schedule::WarmupCosine { warmup, min_ratio } => {
+                if step < warmup {
+                    return base * (step + 1) as f32 / warmup as f32;
+                }
+                let span = total.saturating_sub(warmup).max(1) as f32;
+                let progress = ((step - warmup) as f32 / span).min(1.0);
+                let cos = 0.5 * (1.0 + (std::f32::consts::PI * progress).cos());
+                base * (min_ratio + (1.0 - min_ratio) * cos)
+            }
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TrainConfig {
+    pub model: ModelConfig,
+    pub data: DataSpec,
+    pub optimizer: OptimizerConfig,
+    pub lr: f32,
+    pub schedule: Schedule,
+    /// Global gradient-norm clip; 0 turns it off.
+    pub clip: f32,
+    pub batch: usize,
+    pub steps: usize,
+    pub eval_every: usize,
+    pub eval_batches: usize,
+    /// Seed of the data (generation, split and batch order).
+    pub seed: u64,
+}
+
+impl Default for TrainConfig {
+    /// The built-in default experiment: the grammar, a 2-layer model, AdamW.
+    fn default() -> Self {
+        TrainConfig {
+            model: ModelConfig::default(),
+            data: DataSpec::Grammar,
+            optimizer: OptimizerConfig::adam(),
+            lr: 3e-3,
+            schedule: Schedule::WarmupCosine {
+                warmup: 50,
+                min_ratio: 0.1,
+            },
+            clip: 1.0,
+            batch: 16,
+            steps: 600,
+            eval_every: 50,
+            eval_batches: 4,
+            seed: 0,
+        }
+    }
+}
+
+impl TrainConfig {
+    /// A smaller default that trains visibly within seconds in a browser tab on the CPU path.
+    pub fn browser_default() -> Self {
+        TrainConfig {
+            model: ModelConfig {
+                d_model: 32,
+                heads: 4,
+                layers: 2,
+                d_ff: 128,
+                context: 32,
+                ..ModelConfig::default()
+            },
+            batch: 8,
+            steps: 400,
+            eval_every: 20,
+            eval_batches: 2,
+            schedule: Schedule::WarmupCosine {
+                warmup: 20,
+                min_ratio: 0.1,
+            },
+            ..TrainConfig::default()
+        }
+    }
+
+    pub fn validate(&self) -> Result<()> {
+        if self.batch == 0 {
+            return Err(Error::Config("batch must be positive, got 0".into()));
+        }
+        if self.eval_batches == 0 {
+            return Err(Error::Config("eval_batches must be positive, got 0".into()));
+        }
+        if !(self.lr.is_finite() && self.lr > 0.0) {
+            return Err(Error::Config(format!(
+                "learning rate must be positive and finite, got {}",
+                self.lr
+            )));
+        }
+        if !(self.clip.is_finite() && self.clip >= 0.0) {
+            return Err(Error::Config(format!(
+                "clip must be 0 (off) or positive, got {}",
+                self.clip
+            )));
+        }
+        if self.batch * self.model.context > 1 << 20 {
+            return Err(Error::Config(format!(
+                "batch x context = {} tokens is over the limit of {}",
+                self.batch * self.model.context,
+                1 << 20
+            )));
+        }
+        self.model.validate()
+    }
+}

@@ -1,0 +1,234 @@
+//! Data sets: built-in generators and the user's text, split into train and validation, served as
+//! batches of (tokens, targets) drawn from seeded streams.
+
+pub mod grammar;
+pub mod hierarchy;
+pub mod tasks;
+pub mod text;
+
+use rand::Rng;
+
+use crate::config::{DataSpec, MAX_VOCAB};
+use crate::error::{Error, Result};
+use crate::rng::{rng, Stream};
+use tasks::Task;
+
+/// Characters of grammar text generated per run: enough for thousands of distinct windows.
+const GRAMMAR_CHARS: usize = 200_000;
+const HIERARCHY_TOKENS: usize = 100_000;
+/// Share of a stream kept for validation (the tail, so no window straddles both).
+const VAL_SHARE: f64 = 0.1;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Split {
+    Train,
+    Val,
+}
+
+#[derive(Clone, Debug)]
+enum Source {
+    /// One long token stream per split; batches are random windows.
+    Stream { train: Vec<u32>, val: Vec<u32> },
+    /// Fresh sequences per batch; validation uses its own seeded stream.
+    Task(Task),
+}
+
+#[derive(Clone, Debug)]
+pub struct Dataset {
+    pub name: String,
+    /// Display text of every token id.
+    pub symbols: Vec<String>,
+    source: Source,
+    context: usize,
+    seed: u64,
+}
+
+impl Dataset {
+    pub fn new(spec: &DataSpec, context: usize, seed: u64) -> Result<Self> {
+        if context == 0 {
+            return Err(Error::Config("context must be positive, got 0".into()));
+        }
+        let mut gen = rng(seed, Stream::Generate, 0);
+        let (symbols, source) = match spec {
+            DataSpec::Grammar => {
+                let text = grammar::generate(&mut gen, GRAMMAR_CHARS);
+                let (symbols, ids) = text::encode(&text)?;
+                (symbols, split_stream(ids, context)?)
+            }
+            DataSpec::Hierarchy => {
+                let h = hierarchy::Hierarchy::new(&mut gen);
+                let g = h.generate(&mut gen, HIERARCHY_TOKENS);
+                (
+                    hierarchy::Hierarchy::symbols(),
+                    split_stream(g.tokens, context)?,
+                )
+            }
+            DataSpec::Text { text } => {
+                let (symbols, ids) = text::encode(text)?;
+                (symbols, split_stream(ids, context)?)
+            }
+            task_spec => {
+                let task = Task::from_spec(task_spec).expect("remaining specs are tasks");
+                if context < task.min_context() {
+                    return Err(Error::Config(format!(
+                        "{} needs a context of at least {}, got {context}",
+                        spec.name(),
+                        task.min_context()
+                    )));
+                }
+                (task.symbols(), Source::Task(task))
+            }
+        };
+        if symbols.len() > MAX_VOCAB {
+            return Err(Error::Data(format!(
+                "vocabulary of {} symbols is over the limit of {MAX_VOCAB}",
+                symbols.len()
+            )));
+        }
+        Ok(Dataset {
+            name: spec.name().to_string(),
+            symbols,
+            source,
+            context,
+            seed,
+        })
+    }
+
+    pub fn vocab_size(&self) -> usize {
+        self.symbols.len()
+    }
+
+    /// Fills `tokens` and `targets` (B*T each) with batch number `index` of `split`.
+    pub fn batch(&self, split: Split, index: u64, tokens: &mut [u32], targets: &mut [u32]) {
+        let t = self.context;
+        let stream = match split {
+            Split::Train => Stream::TrainBatch,
+            Split::Val => Stream::ValBatch,
+        };
+        let mut r = rng(self.seed, stream, index);
+        for (tok, tgt) in tokens.chunks_exact_mut(t).zip(targets.chunks_exact_mut(t)) {
+            match &self.source {
+                Source::Stream { train, val } => {
+                    let s = if split == Split::Train { train } else { val };
+                    let start = r.random_range(0..s.len() - t);
+                    tok.copy_from_slice(&s[start..start + t]);
+                    tgt.copy_from_slice(&s[start + 1..start + t + 1]);
+                }
+                Source::Task(task) => task.sample(&mut r, tok, tgt),
+            }
+        }
+    }
+
+    /// Every (previous token, target) pair of the training split that counts: the whole stream, or
+    /// `task_rows` fresh task rows. Count-based baselines are fitted on these.
+    pub fn train_pairs(&self, task_rows: usize) -> Vec<(u32, u32)> {
+        match &self.source {
+            Source::Stream { train, .. } => train.windows(2).map(|w| (w[0], w[1])).collect(),
+            Source::Task(task) => {
+                let mut r = rng(self.seed, Stream::Generate, 1);
+                let (mut tok, mut tgt) = (vec![0; self.context], vec![0; self.context]);
+                let mut pairs = Vec::new();
+                for _ in 0..task_rows {
+                    task.sample(&mut r, &mut tok, &mut tgt);
+                    pairs.extend(
+                        tok.iter()
+                            .zip(&tgt)
+                            .filter(|p| *p.1 != crate::loss::IGNORE)
+                            .map(|(&a, &b)| (a, b)),
+                    );
+                }
+                pairs
+            }
+        }
+    }
+
+    /// The text of a token sequence.
+    pub fn decode(&self, ids: &[u32]) -> String {
+        ids.iter()
+            .filter_map(|&i| self.symbols.get(i as usize))
+            .map(String::as_str)
+            .collect()
+    }
+}
+
+fn split_stream(ids: Vec<u32>, context: usize) -> Result<Source> {
+    let need = 2 * (context + 1);
+    if ids.len() < need {
+        return Err(Error::Data(format!(
+            "text has {} characters; a context of {context} needs at least {need} (one window of {} for \
+             training and one for validation)",
+            ids.len(),
+            context + 1
+        )));
+    }
+    let val_len = ((ids.len() as f64 * VAL_SHARE) as usize).max(context + 1);
+    let cut = ids.len() - val_len;
+    // Windows need start < len - T, so each split needs at least T + 1 tokens.
+    let (train, val) = ids.split_at(cut.max(context + 1));
+    Ok(Source::Stream {
+        train: train.to_vec(),
+        val: val.to_vec(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::loss::IGNORE;
+
+    #[test]
+    fn streams_and_tasks_fill_batches_in_vocab() {
+        for name in DataSpec::BUILT_IN {
+            let d = Dataset::new(&DataSpec::named(name).unwrap(), 16, 3).unwrap();
+            let (mut tok, mut tgt) = (vec![0; 4 * 16], vec![0; 4 * 16]);
+            d.batch(Split::Train, 0, &mut tok, &mut tgt);
+            assert!(tok.iter().all(|&x| (x as usize) < d.vocab_size()), "{name}");
+            assert!(tgt.iter().any(|&x| x != IGNORE), "{name}");
+            assert!(
+                tgt.iter()
+                    .filter(|&&x| x != IGNORE)
+                    .all(|&x| (x as usize) < d.vocab_size()),
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
+    fn copy_targets_repeat_the_prompt() {
+        let d = Dataset::new(&DataSpec::Copy, 8, 1).unwrap();
+        let (mut tok, mut tgt) = (vec![0; 8], vec![0; 8]);
+        d.batch(Split::Train, 5, &mut tok, &mut tgt);
+        // Sequence: p0 p1 p2 p3 > p0 p1 p2 p3; tokens are its first 8, targets its last 8.
+        assert_eq!(tok[4], 10);
+        assert_eq!(&tgt[4..8], &tok[0..4]);
+        assert!(tgt[..4].iter().all(|&x| x == IGNORE));
+    }
+
+    #[test]
+    fn short_text_is_a_clear_error() {
+        let err = Dataset::new(&DataSpec::Text { text: "abc".into() }, 8, 0)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("needs at least 18"), "{err}");
+        let err = Dataset::new(
+            &DataSpec::Text {
+                text: String::new(),
+            },
+            8,
+            0,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("empty"), "{err}");
+    }
+
+    #[test]
+    fn same_seed_same_batches() {
+        let a = Dataset::new(&DataSpec::Grammar, 16, 7).unwrap();
+        let b = Dataset::new(&DataSpec::Grammar, 16, 7).unwrap();
+        let (mut t1, mut g1, mut t2, mut g2) = (vec![0; 32], vec![0; 32], vec![0; 32], vec![0; 32]);
+        a.batch(Split::Val, 2, &mut t1, &mut g1);
+        b.batch(Split::Val, 2, &mut t2, &mut g2);
+        assert_eq!((t1, g1), (t2, g2));
+    }
+}

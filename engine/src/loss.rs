@@ -1,0 +1,65 @@
+//! Softmax cross-entropy over the vocabulary, mean over the targets that count.
+
+use crate::scalar::Scalar;
+
+/// Target value that takes no part in the loss (prompts of algorithmic tasks, padding).
+pub const IGNORE: u32 = u32::MAX;
+
+/// Turns `logits` (N, V) into probabilities in place; returns (mean loss, number of counted targets).
+pub fn forward<S: Scalar>(logits: &mut [S], targets: &[u32], v: usize) -> (S, usize) {
+    let mut total = S::zero();
+    let mut count = 0;
+    for (row, &tgt) in logits.chunks_exact_mut(v).zip(targets) {
+        softmax_in_place(row);
+        if tgt != IGNORE {
+            total -= row[tgt as usize].ln();
+            count += 1;
+        }
+    }
+    (
+        if count > 0 {
+            total / S::of(count as f64)
+        } else {
+            S::zero()
+        },
+        count,
+    )
+}
+
+/// Sets `dlogits` = (p - onehot) / count on counted rows, 0 elsewhere.
+pub fn backward<S: Scalar>(
+    dlogits: &mut [S],
+    probs: &[S],
+    targets: &[u32],
+    count: usize,
+    v: usize,
+) {
+    let scale = S::one() / S::of(count.max(1) as f64);
+    for ((d, p), &tgt) in dlogits
+        .chunks_exact_mut(v)
+        .zip(probs.chunks_exact(v))
+        .zip(targets)
+    {
+        if tgt == IGNORE {
+            d.fill(S::zero());
+            continue;
+        }
+        for (dd, &pp) in d.iter_mut().zip(p) {
+            *dd = pp * scale;
+        }
+        d[tgt as usize] -= scale;
+    }
+}
+
+/// Numerically stable softmax of one row.
+pub fn softmax_in_place<S: Scalar>(row: &mut [S]) {
+    let max = row.iter().copied().fold(S::neg_infinity(), S::max);
+    let mut sum = S::zero();
+    for x in row.iter_mut() {
+        *x = (*x - max).exp();
+        sum += *x;
+    }
+    for x in row.iter_mut() {
+        *x /= sum;
+    }
+}

@@ -1,0 +1,68 @@
+//! AdamW: Adam with bias correction and decoupled weight decay on matrices only.
+
+use crate::params::Layout;
+
+pub struct Adam {
+    pub beta1: f32,
+    pub beta2: f32,
+    pub eps: f32,
+    pub weight_decay: f32,
+    pub m: Vec<f32>,
+    pub v: Vec<f32>,
+    /// Updates taken so far (for bias correction).
+    pub t: u64,
+}
+
+impl Adam {
+    pub fn new(beta1: f32, beta2: f32, eps: f32, weight_decay: f32, n: usize) -> Self {
+        Adam {
+            beta1,
+            beta2,
+            eps,
+            weight_decay,
+            m: vec![0.0; n],
+            v: vec![0.0; n],
+            t: 0,
+        }
+    }
+
+    pub fn step(&mut self, params: &mut [f32], grads: &[f32], layout: &Layout, lr: f32) {
+        self.t += 1;
+        let c1 = 1.0 - self.beta1.powi(self.t as i32);
+        let c2 = 1.0 - self.beta2.powi(self.t as i32);
+        for info in &layout.tensors {
+            let decay = if info.is_matrix() {
+                self.weight_decay
+            } else {
+                0.0
+            };
+            self.update_range(params, grads, info.range(), lr, decay, c1, c2);
+        }
+    }
+
+    /// The AdamW update of one contiguous range (K-FAC reuses it for non-linear-layer tensors).
+    #[allow(clippy::too_many_arguments)]
+    pub fn update_range(
+        &mut self,
+        params: &mut [f32],
+        grads: &[f32],
+        r: std::ops::Range<usize>,
+        lr: f32,
+        decay: f32,
+        c1: f32,
+        c2: f32,
+    ) {
+        let (b1, b2, eps) = (self.beta1, self.beta2, self.eps);
+        for (((p, &g), m), v) in params[r.clone()]
+            .iter_mut()
+            .zip(&grads[r.clone()])
+            .zip(&mut self.m[r.clone()])
+            .zip(&mut self.v[r])
+        {
+            *m = b1 * *m + (1.0 - b1) * g;
+            *v = b2 * *v + (1.0 - b2) * g * g;
+            let update = (*m / c1) / ((*v / c2).sqrt() + eps);
+            *p -= lr * (update + decay * *p);
+        }
+    }
+}

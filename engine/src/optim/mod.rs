@@ -1,0 +1,91 @@
+//! Optimizers over the flat parameter buffer. Each one sees the whole step (parameters, gradients
+//! and the forward cache), so second-order methods that need layer inputs and output gradients plug
+//! in beside the first-order ones.
+
+pub mod adam;
+pub mod clip;
+pub mod sgd;
+
+use std::collections::HashMap;
+
+use crate::config::OptimizerConfig;
+use crate::error::{Error, Result};
+use crate::model::{Cache, Grads, Model};
+
+pub enum Optimizer {
+    Sgd(sgd::Sgd),
+    Adam(adam::Adam),
+}
+
+impl Optimizer {
+    pub fn new(cfg: &OptimizerConfig, model: &Model<f32>) -> Self {
+        match *cfg {
+            OptimizerConfig::Sgd {
+                momentum,
+                weight_decay,
+            } => Optimizer::Sgd(sgd::Sgd::new(momentum, weight_decay, model.num_params())),
+            OptimizerConfig::Adam {
+                beta1,
+                beta2,
+                eps,
+                weight_decay,
+            } => Optimizer::Adam(adam::Adam::new(
+                beta1,
+                beta2,
+                eps,
+                weight_decay,
+                model.num_params(),
+            )),
+        }
+    }
+
+    /// Applies one update with learning rate `lr` from the gradients of the last forward/backward.
+    pub fn step(
+        &mut self,
+        model: &mut Model<f32>,
+        grads: &Grads<f32>,
+        _cache: &Cache<f32>,
+        lr: f32,
+    ) {
+        match self {
+            Optimizer::Sgd(o) => o.step(&mut model.params, &grads.data, &model.layout, lr),
+            Optimizer::Adam(o) => o.step(&mut model.params, &grads.data, &model.layout, lr),
+        }
+    }
+
+    /// Named state tensors for a checkpoint.
+    pub fn state(&self) -> Vec<(String, Vec<f32>)> {
+        match self {
+            Optimizer::Sgd(o) => vec![("sgd.momentum".into(), o.velocity.clone())],
+            Optimizer::Adam(o) => vec![
+                ("adam.m".into(), o.m.clone()),
+                ("adam.v".into(), o.v.clone()),
+                ("adam.t".into(), vec![o.t as f32]),
+            ],
+        }
+    }
+
+    pub fn load_state(&mut self, mut tensors: HashMap<String, Vec<f32>>) -> Result<()> {
+        let mut take = |name: &str, len: usize| -> Result<Vec<f32>> {
+            let t = tensors
+                .remove(name)
+                .ok_or_else(|| Error::Checkpoint(format!("optimizer state {name:?} is missing")))?;
+            if t.len() != len {
+                return Err(Error::Checkpoint(format!(
+                    "optimizer state {name:?} has {} values, expected {len}",
+                    t.len()
+                )));
+            }
+            Ok(t)
+        };
+        match self {
+            Optimizer::Sgd(o) => o.velocity = take("sgd.momentum", o.velocity.len())?,
+            Optimizer::Adam(o) => {
+                o.m = take("adam.m", o.m.len())?;
+                o.v = take("adam.v", o.v.len())?;
+                o.t = take("adam.t", 1)?[0] as u64;
+            }
+        }
+        Ok(())
+    }
+}

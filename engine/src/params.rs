@@ -1,0 +1,126 @@
+//! All parameters in one flat buffer with named views (llm.c style): one optimizer loop, one
+//! checkpoint write, one GPU upload. Names and shapes follow PyTorch conventions (Linear is (out, in)).
+
+use crate::config::ModelConfig;
+
+#[derive(Clone, Debug)]
+pub struct TensorInfo {
+    pub name: String,
+    pub shape: Vec<usize>,
+    pub offset: usize,
+    pub len: usize,
+}
+
+impl TensorInfo {
+    pub fn range(&self) -> std::ops::Range<usize> {
+        self.offset..self.offset + self.len
+    }
+    /// Matrices get weight decay; gains, biases and vectors do not.
+    pub fn is_matrix(&self) -> bool {
+        self.shape.len() == 2
+    }
+}
+
+/// Index of each tensor of one block in `Layout::tensors`.
+#[derive(Clone, Copy, Debug)]
+pub struct BlockIds {
+    pub ln1_w: usize,
+    pub ln1_b: usize,
+    pub q_w: usize,
+    pub q_b: usize,
+    pub k_w: usize,
+    pub k_b: usize,
+    pub v_w: usize,
+    pub v_b: usize,
+    pub o_w: usize,
+    pub o_b: usize,
+    pub ln2_w: usize,
+    pub ln2_b: usize,
+    pub fc_w: usize,
+    pub fc_b: usize,
+    pub proj_w: usize,
+    pub proj_b: usize,
+}
+
+#[derive(Clone, Debug)]
+pub struct Layout {
+    pub tensors: Vec<TensorInfo>,
+    pub wte: usize,
+    pub wpe: usize,
+    pub blocks: Vec<BlockIds>,
+    pub lnf_w: usize,
+    pub lnf_b: usize,
+    pub head_w: usize,
+    pub head_b: usize,
+    pub total: usize,
+}
+
+impl Layout {
+    pub fn new(cfg: &ModelConfig) -> Layout {
+        let (v, c, f, t) = (cfg.vocab, cfg.d_model, cfg.d_ff, cfg.context);
+        let mut tensors = Vec::new();
+        let mut add = |name: String, shape: Vec<usize>| {
+            let offset = tensors.last().map_or(0, |x: &TensorInfo| x.offset + x.len);
+            let len = shape.iter().product();
+            tensors.push(TensorInfo {
+                name,
+                shape,
+                offset,
+                len,
+            });
+            tensors.len() - 1
+        };
+        let wte = add("wte".into(), vec![v, c]);
+        let wpe = add("wpe".into(), vec![t, c]);
+        let mut blocks = Vec::new();
+        for l in 0..cfg.layers {
+            let p = |s: &str| format!("blocks.{l}.{s}");
+            blocks.push(BlockIds {
+                ln1_w: add(p("ln1.weight"), vec![c]),
+                ln1_b: add(p("ln1.bias"), vec![c]),
+                q_w: add(p("attn.q.weight"), vec![c, c]),
+                q_b: add(p("attn.q.bias"), vec![c]),
+                k_w: add(p("attn.k.weight"), vec![c, c]),
+                k_b: add(p("attn.k.bias"), vec![c]),
+                v_w: add(p("attn.v.weight"), vec![c, c]),
+                v_b: add(p("attn.v.bias"), vec![c]),
+                o_w: add(p("attn.o.weight"), vec![c, c]),
+                o_b: add(p("attn.o.bias"), vec![c]),
+                ln2_w: add(p("ln2.weight"), vec![c]),
+                ln2_b: add(p("ln2.bias"), vec![c]),
+                fc_w: add(p("mlp.fc.weight"), vec![f, c]),
+                fc_b: add(p("mlp.fc.bias"), vec![f]),
+                proj_w: add(p("mlp.proj.weight"), vec![c, f]),
+                proj_b: add(p("mlp.proj.bias"), vec![c]),
+            });
+        }
+        let lnf_w = add("ln_f.weight".into(), vec![c]);
+        let lnf_b = add("ln_f.bias".into(), vec![c]);
+        let head_w = add("head.weight".into(), vec![v, c]);
+        let head_b = add("head.bias".into(), vec![v]);
+        let total = tensors.last().map_or(0, |x| x.offset + x.len);
+        Layout {
+            tensors,
+            wte,
+            wpe,
+            blocks,
+            lnf_w,
+            lnf_b,
+            head_w,
+            head_b,
+            total,
+        }
+    }
+
+    pub fn find(&self, name: &str) -> Option<&TensorInfo> {
+        self.tensors.iter().find(|t| t.name == name)
+    }
+
+    /// The slice of tensor `id` in a flat buffer laid out by this layout.
+    pub fn of<'a, S>(&self, buf: &'a [S], id: usize) -> &'a [S] {
+        &buf[self.tensors[id].range()]
+    }
+    pub fn of_mut<'a, S>(&self, buf: &'a mut [S], id: usize) -> &'a mut [S] {
+        &mut buf[self.tensors[id].range()]
+    }
+}

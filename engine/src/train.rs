@@ -1,0 +1,168 @@
+//! The training loop the CLI and the page share: one `step` at a time, so a caller can yield to a
+//! browser between steps, stop on bad numbers, and checkpoint whenever it likes.
+
+use serde::Serialize;
+
+use crate::baseline::{BaselineLoss, Baselines};
+use crate::config::TrainConfig;
+use crate::data::{Dataset, Split};
+use crate::error::{Error, Result};
+use crate::model::{Cache, Grads, Model};
+use crate::optim::{clip, Optimizer};
+
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct StepReport {
+    /// Steps completed, this one included.
+    pub step: usize,
+    pub loss: f32,
+    pub lr: f32,
+    /// Gradient norm before clipping.
+    pub grad_norm: f32,
+}
+
+pub struct Trainer {
+    cfg: TrainConfig,
+    data: Dataset,
+    model: Model<f32>,
+    opt: Optimizer,
+    cache: Cache<f32>,
+    grads: Grads<f32>,
+    tokens: Vec<u32>,
+    targets: Vec<u32>,
+    step: usize,
+}
+
+impl Trainer {
+    pub fn new(mut cfg: TrainConfig) -> Result<Self> {
+        let data = Dataset::new(&cfg.data, cfg.model.context, cfg.seed)?;
+        cfg.model.vocab = data.vocab_size();
+        cfg.validate()?;
+        let model = Model::new(cfg.model.clone())?;
+        Ok(Self::with_model(cfg, data, model))
+    }
+
+    fn with_model(cfg: TrainConfig, data: Dataset, model: Model<f32>) -> Self {
+        let n = cfg.batch * cfg.model.context;
+        Trainer {
+            opt: Optimizer::new(&cfg.optimizer, &model),
+            cache: Cache::new(&model.cfg, cfg.batch),
+            grads: Grads::new(&model, cfg.batch),
+            tokens: vec![0; n],
+            targets: vec![0; n],
+            step: 0,
+            cfg,
+            data,
+            model,
+        }
+    }
+
+    /// One optimizer step on training batch number `step`. A non-finite loss or gradient stops the
+    /// step before anything changes, so the model keeps its last good state.
+    pub fn step(&mut self) -> Result<StepReport> {
+        self.data.batch(
+            Split::Train,
+            self.step as u64,
+            &mut self.tokens,
+            &mut self.targets,
+        );
+        let loss = self
+            .model
+            .forward(&mut self.cache, &self.tokens, &self.targets)?;
+        if !loss.is_finite() {
+            return Err(Error::NonFinite {
+                what: "loss".into(),
+                step: self.step,
+            });
+        }
+        self.model.backward(&self.cache, &mut self.grads);
+        let grad_norm = clip::clip(&mut self.grads.data, self.cfg.clip);
+        if !grad_norm.is_finite() {
+            return Err(Error::NonFinite {
+                what: "gradient".into(),
+                step: self.step,
+            });
+        }
+        let lr = self.cfg.schedule.lr(self.cfg.lr, self.step, self.cfg.steps);
+        self.opt.step(&mut self.model, &self.grads, &self.cache, lr);
+        self.step += 1;
+        Ok(StepReport {
+            step: self.step,
+            loss,
+            lr,
+            grad_norm,
+        })
+    }
+
+    /// Mean loss over the fixed validation batches.
+    pub fn evaluate(&mut self) -> Result<f32> {
+        let mut total = 0.0;
+        for i in 0..self.cfg.eval_batches {
+            self.data
+                .batch(Split::Val, i as u64, &mut self.tokens, &mut self.targets);
+            total += self
+                .model
+                .forward(&mut self.cache, &self.tokens, &self.targets)?;
+        }
+        let loss = total / self.cfg.eval_batches as f32;
+        if !loss.is_finite() {
+            return Err(Error::NonFinite {
+                what: "validation loss".into(),
+                step: self.step,
+            });
+        }
+        Ok(loss)
+    }
+
+    /// Unigram and bigram losses on the same validation batches as `evaluate`.
+    pub fn baselines(&self) -> BaselineLoss {
+        Baselines::fit(&self.data).val_loss(
+            &self.data,
+            self.cfg.eval_batches,
+            self.cfg.batch,
+            self.cfg.model.context,
+        )
+    }
+
+    pub fn step_count(&self) -> usize {
+        self.step
+    }
+    pub fn config(&self) -> &TrainConfig {
+        &self.cfg
+    }
+    pub fn model(&self) -> &Model<f32> {
+        &self.model
+    }
+    pub fn data(&self) -> &Dataset {
+        &self.data
+    }
+    /// The forward cache of the last batch seen (training or validation).
+    pub fn cache(&self) -> &Cache<f32> {
+        &self.cache
+    }
+
+    /// Everything a checkpoint holds: config, step, weights, optimizer state.
+    pub fn snapshot(&self) -> crate::checkpoint::Snapshot {
+        crate::checkpoint::Snapshot {
+            config: self.cfg.clone(),
+            step: self.step,
+            params: self.model.params.clone(),
+            optimizer: self.opt.state(),
+        }
+    }
+
+    /// A trainer that continues exactly where `snap` stopped.
+    pub fn restore(snap: crate::checkpoint::Snapshot) -> Result<Self> {
+        let mut t = Trainer::new(snap.config)?;
+        if snap.params.len() != t.model.num_params() {
+            return Err(Error::Checkpoint(format!(
+                "checkpoint has {} parameters, its config needs {}",
+                snap.params.len(),
+                t.model.num_params()
+            )));
+        }
+        t.model.params = snap.params;
+        t.opt.load_state(snap.optimizer.into_iter().collect())?;
+        t.step = snap.step;
+        Ok(t)
+    }
+}
