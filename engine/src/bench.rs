@@ -98,7 +98,7 @@ pub fn step_time(s: &Size, opt: &OptimizerConfig, iters: usize) -> Result<StepRo
         model.forward(&mut cache, &tokens, &targets)?;
         model.backward(&cache, &mut grads);
         crate::optim::clip::clip(&mut grads.data, 1.0);
-        optimizer.step(&mut model, &grads, &cache, 1e-3);
+        optimizer.step(&mut model, &grads, &cache, 1e-3, 1.0)?;
         if i >= 2 {
             times.push(start.elapsed().as_secs_f64());
         }

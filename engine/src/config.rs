@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+pub use crate::optim::second_order::{Method, SecondOrderConfig};
 
 /// Largest vocabulary the lab accepts (characters of the user's text, or task symbols).
 pub const MAX_VOCAB: usize = 256;
@@ -178,6 +179,9 @@ pub enum OptimizerConfig {
         eps: f32,
         weight_decay: f32,
     },
+    Kfac(SecondOrderConfig),
+    #[serde(rename = "cgfac")]
+    CgFac(SecondOrderConfig),
 }
 
 impl OptimizerConfig {
@@ -199,15 +203,17 @@ impl OptimizerConfig {
         match name {
             "sgd" => Ok(Self::sgd()),
             "adam" | "adamw" => Ok(Self::adam()),
-            _ => Err(Error::Config(format!(
-                "unknown optimizer {name:?}; use sgd or adam"
-            ))),
+            "kfac" => Ok(OptimizerConfig::Kfac(SecondOrderConfig::new(Method::Kfac))),
+            "cgfac" => Ok(OptimizerConfig::CgFac(SecondOrderConfig::new(Method::CgFac))),
+            _ => Err(Error::Config(format!("unknown optimizer {name:?}; use sgd, adam, kfac or cgfac"))),
         }
     }
     pub fn name(&self) -> &'static str {
         match self {
             OptimizerConfig::Sgd { .. } => "sgd",
             OptimizerConfig::Adam { .. } => "adam",
+            OptimizerConfig::Kfac(_) => "kfac",
+            OptimizerConfig::CgFac(_) => "cgfac",
         }
     }
     /// The learning rate each optimizer starts from when none is given (see README's sweep).
@@ -215,6 +221,21 @@ impl OptimizerConfig {
         match self {
             OptimizerConfig::Sgd { .. } => 0.1,
             OptimizerConfig::Adam { .. } => 3e-3,
+            OptimizerConfig::Kfac(_) | OptimizerConfig::CgFac(_) => 0.1,
+        }
+    }
+
+    /// The second-order settings, when this is K-FAC or CG-FAC.
+    pub fn second_order(&self) -> Option<&SecondOrderConfig> {
+        match self {
+            OptimizerConfig::Kfac(c) | OptimizerConfig::CgFac(c) => Some(c),
+            _ => None,
+        }
+    }
+    pub fn second_order_mut(&mut self) -> Option<&mut SecondOrderConfig> {
+        match self {
+            OptimizerConfig::Kfac(c) | OptimizerConfig::CgFac(c) => Some(c),
+            _ => None,
         }
     }
 }
@@ -335,6 +356,9 @@ impl TrainConfig {
                 self.batch * self.model.context,
                 1 << 20
             )));
+        }
+        if let Some(so) = self.optimizer.second_order() {
+            so.validate()?;
         }
         self.model.validate()
     }

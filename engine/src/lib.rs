@@ -27,6 +27,8 @@ pub mod optim;
 pub mod params;
 pub mod rng;
 pub mod scalar;
+/// What the lab measures: tokens on the sphere, attention as a Markov chain, Brownian references.
+pub mod science;
 pub mod train;
 
 #[cfg(not(target_arch = "wasm32"))]

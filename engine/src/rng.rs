@@ -13,6 +13,10 @@ pub enum Stream {
     Generate = 2,
     TrainBatch = 3,
     ValBatch = 4,
+    /// Science experiments (`science::*`): Brownian walkers, Ito paths, JoMA's toy draws.
+    Brownian = 5,
+    Ito = 6,
+    Joma = 7,
 }
 
 pub fn rng(seed: u64, stream: Stream, index: u64) -> Rng {

@@ -83,7 +83,11 @@ impl Trainer {
             });
         }
         let lr = self.cfg.schedule.lr(self.cfg.lr, self.step, self.cfg.steps);
-        self.opt.step(&mut self.model, &self.grads, &self.cache, lr);
+        let step = self.step;
+        self.opt.step(&mut self.model, &self.grads, &self.cache, lr, lr / self.cfg.lr).map_err(|e| match e {
+            Error::NonFinite { what, .. } => Error::NonFinite { what, step },
+            other => other,
+        })?;
         self.step += 1;
         Ok(StepReport {
             step: self.step,
@@ -128,6 +132,10 @@ impl Trainer {
     }
     pub fn config(&self) -> &TrainConfig {
         &self.cfg
+    }
+    /// K-FAC / CG-FAC diagnostics of the last step.
+    pub fn diagnostics(&self) -> Option<&crate::optim::second_order::Diagnostics> {
+        self.opt.diagnostics()
     }
     pub fn model(&self) -> &Model<f32> {
         &self.model

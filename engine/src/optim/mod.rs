@@ -3,7 +3,12 @@
 //! in beside the first-order ones.
 
 pub mod adam;
+pub mod cg;
 pub mod clip;
+pub mod curvature;
+pub mod kfac;
+pub mod kronecker;
+pub mod second_order;
 pub mod sgd;
 
 use std::collections::HashMap;
@@ -11,45 +16,43 @@ use std::collections::HashMap;
 use crate::config::OptimizerConfig;
 use crate::error::{Error, Result};
 use crate::model::{Cache, Grads, Model};
+use second_order::{Diagnostics, Method, SecondOrder};
 
 pub enum Optimizer {
     Sgd(sgd::Sgd),
     Adam(adam::Adam),
+    SecondOrder(Box<SecondOrder>),
 }
 
 impl Optimizer {
     pub fn new(cfg: &OptimizerConfig, model: &Model<f32>) -> Self {
-        match *cfg {
-            OptimizerConfig::Sgd {
-                momentum,
-                weight_decay,
-            } => Optimizer::Sgd(sgd::Sgd::new(momentum, weight_decay, model.num_params())),
-            OptimizerConfig::Adam {
-                beta1,
-                beta2,
-                eps,
-                weight_decay,
-            } => Optimizer::Adam(adam::Adam::new(
-                beta1,
-                beta2,
-                eps,
-                weight_decay,
-                model.num_params(),
-            )),
+        match cfg {
+            &OptimizerConfig::Sgd { momentum, weight_decay } => Optimizer::Sgd(sgd::Sgd::new(momentum, weight_decay, model.num_params())),
+            &OptimizerConfig::Adam { beta1, beta2, eps, weight_decay } => {
+                Optimizer::Adam(adam::Adam::new(beta1, beta2, eps, weight_decay, model.num_params()))
+            }
+            OptimizerConfig::Kfac(c) => Optimizer::SecondOrder(Box::new(SecondOrder::new(Method::Kfac, c.clone(), model))),
+            OptimizerConfig::CgFac(c) => Optimizer::SecondOrder(Box::new(SecondOrder::new(Method::CgFac, c.clone(), model))),
         }
     }
 
-    /// Applies one update with learning rate `lr` from the gradients of the last forward/backward.
-    pub fn step(
-        &mut self,
-        model: &mut Model<f32>,
-        grads: &Grads<f32>,
-        _cache: &Cache<f32>,
-        lr: f32,
-    ) {
+    /// Applies one update with learning rate `lr` (the schedule's `factor` times the base rate)
+    /// from the gradients and cache of the last forward/backward. A non-finite update is an error
+    /// and changes nothing.
+    pub fn step(&mut self, model: &mut Model<f32>, grads: &Grads<f32>, cache: &Cache<f32>, lr: f32, factor: f32) -> Result<()> {
         match self {
             Optimizer::Sgd(o) => o.step(&mut model.params, &grads.data, &model.layout, lr),
             Optimizer::Adam(o) => o.step(&mut model.params, &grads.data, &model.layout, lr),
+            Optimizer::SecondOrder(o) => return o.step(model, grads, cache, lr, factor),
+        }
+        Ok(())
+    }
+
+    /// Preconditioner diagnostics of the last step (K-FAC and CG-FAC).
+    pub fn diagnostics(&self) -> Option<&Diagnostics> {
+        match self {
+            Optimizer::SecondOrder(o) => Some(&o.diag),
+            _ => None,
         }
     }
 
@@ -62,19 +65,15 @@ impl Optimizer {
                 ("adam.v".into(), o.v.clone()),
                 ("adam.t".into(), vec![o.t as f32]),
             ],
+            Optimizer::SecondOrder(o) => o.state(),
         }
     }
 
     pub fn load_state(&mut self, mut tensors: HashMap<String, Vec<f32>>) -> Result<()> {
         let mut take = |name: &str, len: usize| -> Result<Vec<f32>> {
-            let t = tensors
-                .remove(name)
-                .ok_or_else(|| Error::Checkpoint(format!("optimizer state {name:?} is missing")))?;
+            let t = tensors.remove(name).ok_or_else(|| Error::Checkpoint(format!("optimizer state {name:?} is missing")))?;
             if t.len() != len {
-                return Err(Error::Checkpoint(format!(
-                    "optimizer state {name:?} has {} values, expected {len}",
-                    t.len()
-                )));
+                return Err(Error::Checkpoint(format!("optimizer state {name:?} has {} values, expected {len}", t.len())));
             }
             Ok(t)
         };
@@ -85,6 +84,7 @@ impl Optimizer {
                 o.v = take("adam.v", o.v.len())?;
                 o.t = take("adam.t", 1)?[0] as u64;
             }
+            Optimizer::SecondOrder(o) => o.load_state(&mut take)?,
         }
         Ok(())
     }

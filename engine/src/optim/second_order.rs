@@ -1,0 +1,319 @@
+//! K-FAC and CG-FAC (SCIENCE.md §6) as one optimizer: every linear layer's gradient `[dW | db]` is
+//! preconditioned by its Kronecker-factored curvature (K-FAC: explicit damped inverses; CG-FAC:
+//! conjugate gradient on `(A ⊗ G + lambda I) x = grad`), the step is KL-clipped, and the remaining
+//! tensors (embeddings, LayerNorm) take AdamW steps.
+
+use serde::{Deserialize, Serialize};
+
+use super::adam::Adam;
+use super::cg::{self, CgOutcome, CgWork};
+use super::curvature::{self, Site};
+use super::kfac;
+use super::kronecker::{self, Operands, Product, Scratch};
+use crate::error::{Error, Result};
+use crate::matmul::{gemm, MatMut, MatRef};
+use crate::model::{Cache, Grads, Model};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Method {
+    Kfac,
+    CgFac,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SecondOrderConfig {
+    /// lambda: Tikhonov damping (K-FAC splits it as sqrt(lambda) on each factor).
+    pub damping: f32,
+    /// Running-average decay of the factors A and G.
+    pub decay: f32,
+    /// Steps between factor updates.
+    pub update_interval: usize,
+    /// Steps between K-FAC inverse refreshes.
+    pub inverse_interval: usize,
+    /// CG-FAC: iteration cap and relative-residual tolerance on |r|^2/|r0|^2.
+    pub max_iters: usize,
+    pub tol: f32,
+    /// CG-FAC: start from the previous solution instead of zero.
+    pub warm_start: bool,
+    pub product: Product,
+    /// KL-clip kappa; 0 turns it off.
+    pub kl_clip: f32,
+    pub momentum: f32,
+    pub weight_decay: f32,
+    /// AdamW learning rate of the tensors that are not linear layers (scaled by the schedule).
+    pub adam_lr: f32,
+}
+
+impl SecondOrderConfig {
+    /// Published defaults (SCIENCE.md §6) with the lab's sweep for the rest (README).
+    pub fn new(method: Method) -> Self {
+        SecondOrderConfig {
+            damping: 1e-3,
+            decay: 0.95,
+            update_interval: 1,
+            inverse_interval: if method == Method::Kfac { 10 } else { 1 },
+            max_iters: 10,
+            tol: 1e-2,
+            warm_start: false,
+            product: Product::Factors,
+            kl_clip: 1e-3,
+            momentum: 0.9,
+            weight_decay: 0.0,
+            adam_lr: 3e-3,
+        }
+    }
+
+    pub fn validate(&self) -> Result<()> {
+        let bad = |m: String| Err(Error::Config(m));
+        if !(self.damping.is_finite() && self.damping > 0.0) {
+            return bad(format!("damping must be positive and finite, got {}", self.damping));
+        }
+        if !(self.decay.is_finite() && (0.0..1.0).contains(&self.decay)) {
+            return bad(format!("factor decay must be in [0, 1), got {}", self.decay));
+        }
+        if self.max_iters == 0 {
+            return bad("CG max iterations must be at least 1, got 0".into());
+        }
+        if !(self.tol > 0.0 && self.tol < 1.0) {
+            return bad(format!("CG tolerance must be in (0, 1), got {}", self.tol));
+        }
+        if self.update_interval == 0 || self.inverse_interval == 0 {
+            return bad("update and inverse intervals must be at least 1".into());
+        }
+        if !(self.kl_clip.is_finite() && self.kl_clip >= 0.0) {
+            return bad(format!("KL-clip must be 0 (off) or positive, got {}", self.kl_clip));
+        }
+        if !(self.momentum.is_finite() && (0.0..1.0).contains(&self.momentum)) {
+            return bad(format!("momentum must be in [0, 1), got {}", self.momentum));
+        }
+        if !(self.adam_lr.is_finite() && self.adam_lr > 0.0) {
+            return bad(format!("adam_lr must be positive, got {}", self.adam_lr));
+        }
+        Ok(())
+    }
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct LayerDiagnostics {
+    pub name: String,
+    pub cg: CgOutcome,
+    pub fell_back: bool,
+}
+
+/// What the last step did, for the CLI and the page.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Diagnostics {
+    pub layers: Vec<LayerDiagnostics>,
+    pub fallbacks_this_step: usize,
+    pub fallbacks_total: u64,
+    pub damping: f32,
+    /// KL-clip scale nu applied to the preconditioned step.
+    pub kl_scale: f32,
+    /// Wall time of the preconditioning (native only).
+    pub precond_ms: Option<f64>,
+}
+
+struct Layer {
+    a: Vec<f32>,
+    g: Vec<f32>,
+    a_inv: Vec<f32>,
+    g_inv: Vec<f32>,
+    /// The preconditioned gradient (and CG's warm start).
+    x: Vec<f32>,
+    velocity: Vec<f32>,
+}
+
+pub struct SecondOrder {
+    pub cfg: SecondOrderConfig,
+    pub method: Method,
+    sites: Vec<Site>,
+    layers: Vec<Layer>,
+    /// Tensors that are not linear-layer weights or biases.
+    others: Vec<usize>,
+    adam: Adam,
+    t: u64,
+    a1: Vec<f32>,
+    g1: Vec<f32>,
+    grad: Vec<f32>,
+    scratch: Scratch<f32>,
+    work: CgWork<f32>,
+    pub diag: Diagnostics,
+}
+
+impl SecondOrder {
+    pub fn new(method: Method, cfg: SecondOrderConfig, model: &Model<f32>) -> Self {
+        let sites = curvature::sites(model);
+        let layers = sites
+            .iter()
+            .map(|s| Layer {
+                a: vec![0.0; s.din1() * s.din1()],
+                g: vec![0.0; s.dout * s.dout],
+                a_inv: vec![0.0; s.din1() * s.din1()],
+                g_inv: vec![0.0; s.dout * s.dout],
+                x: vec![0.0; s.dout * s.din1()],
+                velocity: vec![0.0; s.dout * s.din1()],
+            })
+            .collect();
+        let covered: Vec<usize> = sites.iter().flat_map(|s| [s.w, s.b]).collect();
+        let others = (0..model.layout.tensors.len()).filter(|i| !covered.contains(i)).collect();
+        let diag = Diagnostics { damping: cfg.damping, ..Diagnostics::default() };
+        SecondOrder {
+            adam: Adam::new(0.9, 0.99, 1e-8, cfg.weight_decay, model.num_params()),
+            cfg,
+            method,
+            sites,
+            layers,
+            others,
+            t: 0,
+            a1: Vec::new(),
+            g1: Vec::new(),
+            grad: Vec::new(),
+            scratch: Scratch::new(0, 0, 0),
+            work: CgWork::new(0),
+            diag,
+        }
+    }
+
+    /// Buffers sized by the batch, allocated on the first step only.
+    fn ensure_buffers(&mut self, n: usize) {
+        let max_din1 = self.sites.iter().map(Site::din1).max().unwrap_or(1);
+        let max_dout = self.sites.iter().map(|s| s.dout).max().unwrap_or(1);
+        if self.a1.len() != n * max_din1 {
+            self.a1 = vec![0.0; n * max_din1];
+            self.g1 = vec![0.0; n * max_dout];
+            self.grad = vec![0.0; max_dout * max_din1];
+            self.scratch = Scratch::new(n, max_dout, max_din1);
+            self.work = CgWork::new(max_dout * max_din1);
+        }
+    }
+
+    pub fn step(&mut self, model: &mut Model<f32>, grads: &Grads<f32>, cache: &Cache<f32>, lr: f32, factor: f32) -> Result<()> {
+        #[cfg(not(target_arch = "wasm32"))]
+        let start = std::time::Instant::now();
+        let n = cache.b * cache.t;
+        self.ensure_buffers(n);
+        let first = self.t == 0;
+        let refresh_factors = self.t % self.cfg.update_interval as u64 == 0;
+        let refresh_inverse = self.t % self.cfg.inverse_interval as u64 == 0;
+        let uses_factors = self.method == Method::Kfac || self.cfg.product == Product::Factors;
+        let lambda = self.cfg.damping;
+        self.diag.layers.clear();
+        self.diag.fallbacks_this_step = 0;
+        let mut x_dot_grad = 0.0f64;
+        for (site, layer) in self.sites.iter().zip(self.layers.iter_mut()) {
+            let (din1, dout) = (site.din1(), site.dout);
+            let (a1, g1, grad) = (&mut self.a1[..n * din1], &mut self.g1[..n * dout], &mut self.grad[..dout * din1]);
+            curvature::fold_bias(a1, site.input(cache), site.din);
+            curvature::per_token(g1, site.out_grad(grads), n);
+            curvature::combined_grad(grad, model, &grads.data, site);
+            if uses_factors && refresh_factors {
+                let keep = if first { 0.0 } else { self.cfg.decay };
+                let new = (1.0 - keep) / n as f32;
+                gemm(new, MatRef::new(&*a1, n, din1).t(), MatRef::new(&*a1, n, din1), keep, MatMut::new(&mut layer.a, din1, din1));
+                gemm(new, MatRef::new(&*g1, n, dout).t(), MatRef::new(&*g1, n, dout), keep, MatMut::new(&mut layer.g, dout, dout));
+            }
+            let mut outcome = CgOutcome::default();
+            match self.method {
+                Method::Kfac => {
+                    if refresh_inverse {
+                        let shift = (lambda as f64).sqrt();
+                        layer.a_inv = kfac::damped_inverse(&layer.a, din1, shift)?;
+                        layer.g_inv = kfac::damped_inverse(&layer.g, dout, shift)?;
+                    }
+                    let tmp = &mut self.scratch.od[..dout * din1];
+                    kfac::precondition(&mut layer.x, tmp, grad, &layer.g_inv, &layer.a_inv, dout, din1);
+                }
+                Method::CgFac => {
+                    if !self.cfg.warm_start {
+                        layer.x.fill(0.0);
+                    }
+                    let ops = Operands { dout, din1, n, a_factor: &layer.a, g_factor: &layer.g, a_batch: a1, g_batch: g1 };
+                    let (product, scratch) = (self.cfg.product, &mut self.scratch);
+                    outcome = cg::solve(
+                        |v, out| kronecker::apply(product, out, v, &ops, lambda, scratch),
+                        grad,
+                        &mut layer.x,
+                        self.cfg.max_iters,
+                        self.cfg.tol as f64,
+                        &mut self.work,
+                    );
+                }
+            }
+            // A divergent or broken solve falls back to the plain gradient for this layer.
+            let fell_back = outcome.diverged || layer.x.iter().any(|v| !v.is_finite());
+            if fell_back {
+                layer.x.copy_from_slice(grad);
+                self.diag.fallbacks_this_step += 1;
+            }
+            x_dot_grad += layer.x.iter().zip(grad.iter()).map(|(&a, &b)| a as f64 * b as f64).sum::<f64>();
+            self.diag.layers.push(LayerDiagnostics { name: site.name.clone(), cg: outcome, fell_back });
+        }
+        // KL-clip: nu = min(1, sqrt(kappa / (lr^2 <X, grad>))).
+        let kappa = self.cfg.kl_clip as f64;
+        let nu = if kappa > 0.0 && x_dot_grad > 0.0 { (kappa / ((lr as f64).powi(2) * x_dot_grad)).sqrt().min(1.0) } else { 1.0 };
+        if !nu.is_finite() || !x_dot_grad.is_finite() {
+            return Err(Error::NonFinite { what: format!("{:?} update", self.method), step: self.t as usize });
+        }
+        self.t += 1;
+        self.diag.fallbacks_total += self.diag.fallbacks_this_step as u64;
+        self.diag.kl_scale = nu as f32;
+        let scale = lr * nu as f32;
+        for (site, layer) in self.sites.iter().zip(self.layers.iter_mut()) {
+            let mu = self.cfg.momentum;
+            layer.velocity.iter_mut().zip(&layer.x).for_each(|(v, &x)| *v = mu * *v + x);
+            let din = site.din;
+            let wd = self.cfg.weight_decay;
+            let (w_off, b_off) = (model.layout.tensors[site.w].offset, model.layout.tensors[site.b].offset);
+            for (o, row) in layer.velocity.chunks_exact(site.din1()).enumerate() {
+                let w = &mut model.params[w_off + o * din..w_off + (o + 1) * din];
+                w.iter_mut().zip(&row[..din]).for_each(|(p, &v)| *p -= scale * v + lr * wd * *p);
+                model.params[b_off + o] -= scale * row[din];
+            }
+        }
+        let adam_lr = self.cfg.adam_lr * factor;
+        self.adam.t += 1;
+        let c1 = 1.0 - self.adam.beta1.powi(self.adam.t as i32);
+        let c2 = 1.0 - self.adam.beta2.powi(self.adam.t as i32);
+        for &id in &self.others {
+            let decay = if model.layout.tensors[id].is_matrix() { self.cfg.weight_decay } else { 0.0 };
+            self.adam.update_range(&mut model.params, &grads.data, model.layout.tensors[id].range(), adam_lr, decay, c1, c2);
+        }
+        #[cfg(not(target_arch = "wasm32"))]
+        {
+            self.diag.precond_ms = Some(start.elapsed().as_secs_f64() * 1e3);
+        }
+        Ok(())
+    }
+
+    /// Named state tensors: everything a resumed run needs to continue bit for bit.
+    pub fn state(&self) -> Vec<(String, Vec<f32>)> {
+        let mut out = vec![
+            ("so.t".to_string(), vec![self.t as f32]),
+            ("so.fallbacks".to_string(), vec![self.diag.fallbacks_total as f32]),
+            ("adam.m".to_string(), self.adam.m.clone()),
+            ("adam.v".to_string(), self.adam.v.clone()),
+            ("adam.t".to_string(), vec![self.adam.t as f32]),
+        ];
+        for (s, l) in self.sites.iter().zip(&self.layers) {
+            for (what, v) in [("A", &l.a), ("G", &l.g), ("A_inv", &l.a_inv), ("G_inv", &l.g_inv), ("x", &l.x), ("velocity", &l.velocity)] {
+                out.push((format!("so.{}.{what}", s.name), v.clone()));
+            }
+        }
+        out
+    }
+
+    pub fn load_state(&mut self, take: &mut dyn FnMut(&str, usize) -> Result<Vec<f32>>) -> Result<()> {
+        self.t = take("so.t", 1)?[0] as u64;
+        self.diag.fallbacks_total = take("so.fallbacks", 1)?[0] as u64;
+        self.adam.m = take("adam.m", self.adam.m.len())?;
+        self.adam.v = take("adam.v", self.adam.v.len())?;
+        self.adam.t = take("adam.t", 1)?[0] as u64;
+        for (s, l) in self.sites.iter().zip(self.layers.iter_mut()) {
+            for (what, v) in [("A", &mut l.a), ("G", &mut l.g), ("A_inv", &mut l.a_inv), ("G_inv", &mut l.g_inv), ("x", &mut l.x), ("velocity", &mut l.velocity)] {
+                *v = take(&format!("so.{}.{what}", s.name), v.len())?;
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,14 @@
+//! The science layer (SCIENCE.md §2-5, §7): what the lab measures on tokens and attention, and the
+//! reference processes it compares them with. Everything is f64 and serde, and runs on wasm32.
+//!
+//! - `sphere`: tokens on the sphere of radius sqrt(d), LayerNorm's affine drift off it, a 3-D view.
+//! - `markov`: an attention matrix as a Markov transition matrix (powers, spectrum, entropy, kernel).
+//! - `brownian`: Brownian motion on a sphere, simulated two ways, with its closed forms.
+//! - `fit`: an effective diffusion coefficient for token trajectories, and how well it explains them.
+//! - `ito`: Ito's lemma by Monte Carlo for |B|^2.
+//! - `joma`: JoMA's toy dynamics and the dip-and-rebound summary of entropy curves.
+//! - `cache`: reading the model's forward cache as f64 matrices per head and layer.
+//! - `stats`: means with standard errors, and the Kolmogorov-Smirnov distance.
+
+pub mod brownian;
+pub mod stats;

@@ -1,0 +1,265 @@
+//! K-FAC and CG-FAC against direct dense linear algebra, on a problem with a known optimum, and in
+//! real training.
+
+use engine::config::{DataSpec, ModelConfig, OptimizerConfig, Schedule, TrainConfig};
+use engine::matmul::{gemm, MatMut, MatRef};
+use engine::optim::cg::{self, CgWork};
+use engine::optim::kfac;
+use engine::optim::kronecker::{self, Operands, Product, Scratch};
+use engine::model::{Cache, Grads};
+use engine::optim::second_order::{Method, SecondOrder, SecondOrderConfig};
+use engine::Model;
+use engine::Trainer;
+use nalgebra::{DMatrix, DVector};
+use rand::Rng;
+use rand::SeedableRng;
+
+type R = rand_chacha::ChaCha8Rng;
+
+fn random(r: &mut R, len: usize) -> Vec<f64> {
+    (0..len).map(|_| r.random_range(-1.0..1.0)).collect()
+}
+
+/// A random layer: batch inputs a~ (N, d) with a ones column, per-token gradients g (N, o), and
+/// their factors A = a~^T a~ / N, G = g^T g / N.
+struct Layer {
+    n: usize,
+    o: usize,
+    d: usize,
+    a: Vec<f64>,
+    g: Vec<f64>,
+    fa: Vec<f64>,
+    fg: Vec<f64>,
+}
+
+fn layer(seed: u64, n: usize, o: usize, d: usize) -> Layer {
+    let mut r = R::seed_from_u64(seed);
+    let mut a = random(&mut r, n * d);
+    for i in 0..n {
+        a[i * d + d - 1] = 1.0;
+    }
+    let g = random(&mut r, n * o);
+    let (mut fa, mut fg) = (vec![0.0; d * d], vec![0.0; o * o]);
+    let inv = 1.0 / n as f64;
+    gemm(inv, MatRef::new(&a, n, d).t(), MatRef::new(&a, n, d), 0.0, MatMut::new(&mut fa, d, d));
+    gemm(inv, MatRef::new(&g, n, o).t(), MatRef::new(&g, n, o), 0.0, MatMut::new(&mut fg, o, o));
+    Layer { n, o, d, a, g, fa, fg }
+}
+
+impl Layer {
+    fn ops(&self) -> Operands<'_, f64> {
+        Operands { dout: self.o, din1: self.d, n: self.n, a_factor: &self.fa, g_factor: &self.fg, a_batch: &self.a, g_batch: &self.g }
+    }
+    /// Row-major vec(X) (index o*d + i): (G ⊗ A) acts on it as X -> G X A for symmetric A, G.
+    fn kron(&self, lambda: f64) -> DMatrix<f64> {
+        let (o, d) = (self.o, self.d);
+        DMatrix::from_fn(o * d, o * d, |r, c| {
+            let v = self.fg[(r / d) * o + c / d] * self.fa[(r % d) * d + c % d];
+            v + if r == c { lambda } else { 0.0 }
+        })
+    }
+    /// The empirical Fisher (1/N) sum_n vec(g_n a_n^T) vec(g_n a_n^T)^T + lambda I.
+    fn fisher(&self, lambda: f64) -> DMatrix<f64> {
+        let (o, d) = (self.o, self.d);
+        let mut f = DMatrix::<f64>::identity(o * d, o * d) * lambda;
+        for s in 0..self.n {
+            let v = DVector::from_fn(o * d, |k, _| self.g[s * o + k / d] * self.a[s * d + k % d]);
+            f += &v * v.transpose() / self.n as f64;
+        }
+        f
+    }
+}
+
+fn rel_err(a: &[f64], b: &[f64]) -> f64 {
+    let diff: f64 = a.iter().zip(b).map(|(x, y)| (x - y).powi(2)).sum::<f64>().sqrt();
+    diff / b.iter().map(|y| y * y).sum::<f64>().sqrt()
+}
+
+#[test]
+fn the_three_products_agree_with_explicit_kronecker_and_fisher_matrices() {
+    let l = layer(1, 9, 4, 5);
+    let mut r = R::seed_from_u64(2);
+    let x = random(&mut r, l.o * l.d);
+    let mut scratch = Scratch::new(l.n, l.o, l.d);
+    let want_kron = l.kron(0.3) * DVector::from_vec(x.clone());
+    let want_fisher = l.fisher(0.3) * DVector::from_vec(x.clone());
+    for (product, want) in
+        [(Product::Factors, &want_kron), (Product::MatrixFree, &want_kron), (Product::ExactFisher, &want_fisher)]
+    {
+        let mut out = vec![0.0; l.o * l.d];
+        kronecker::apply(product, &mut out, &x, &l.ops(), 0.3, &mut scratch);
+        assert!(rel_err(&out, want.as_slice()) < 1e-12, "{product:?}");
+    }
+}
+
+#[test]
+fn cg_matches_a_direct_dense_solve() {
+    for (seed, (n, o, d)) in [(3, (40, 6, 7)), (4, (25, 3, 9)), (5, (60, 8, 4))] {
+        let l = layer(seed, n, o, d);
+        let lambda = 1e-2;
+        let mut r = R::seed_from_u64(seed + 100);
+        let b = random(&mut r, o * d);
+        let want = l.kron(lambda).lu().solve(&DVector::from_vec(b.clone())).unwrap();
+        let mut x = vec![0.0; o * d];
+        let mut scratch = Scratch::new(n, o, d);
+        let mut work = CgWork::new(o * d);
+        let out = cg::solve(
+            |v, y| kronecker::apply(Product::Factors, y, v, &l.ops(), lambda, &mut scratch),
+            &b,
+            &mut x,
+            500,
+            1e-28,
+            &mut work,
+        );
+        assert!(!out.diverged);
+        let err = rel_err(&x, want.as_slice());
+        assert!(err < 1e-6, "n={n} o={o} d={d}: relative error {err}, {} iterations", out.iterations);
+    }
+}
+
+#[test]
+fn negative_damping_makes_cg_diverge_and_report_it() {
+    let l = layer(6, 4, 3, 5); // rank-deficient factors: -lambda makes the operator indefinite
+    let mut r = R::seed_from_u64(7);
+    let b = random(&mut r, 15);
+    let mut x = vec![0.0; 15];
+    let mut scratch = Scratch::new(4, 3, 5);
+    let out = cg::solve(
+        |v, y| kronecker::apply(Product::Factors, y, v, &l.ops(), -1.0, &mut scratch),
+        &b,
+        &mut x,
+        50,
+        1e-20,
+        &mut CgWork::new(15),
+    );
+    assert!(out.diverged);
+}
+
+#[test]
+fn one_natural_gradient_step_solves_linear_least_squares() {
+    // y = W a~ with loss (1/2N) sum |W a~_n - y_n|^2: the Fisher is exactly A ⊗ I, so a natural
+    // gradient step with lr 1 and tiny damping lands on the least-squares optimum.
+    let (n, o, d) = (200, 3, 6);
+    let mut r = R::seed_from_u64(9);
+    let mut a = random(&mut r, n * d);
+    (0..n).for_each(|i| a[i * d + d - 1] = 1.0);
+    let w_true = random(&mut r, o * d);
+    let mut y = vec![0.0; n * o];
+    gemm(1.0, MatRef::new(&a, n, d), MatRef::new(&w_true, o, d).t(), 0.0, MatMut::new(&mut y, n, o));
+    y.iter_mut().for_each(|v| *v += r.random_range(-0.1..0.1));
+    let w0 = vec![0.0; o * d];
+    // Gradient (1/N) (W a~ - y)^T a~ at W = 0.
+    let mut grad = vec![0.0; o * d];
+    let resid: Vec<f64> = y.iter().map(|v| -v).collect();
+    gemm(1.0 / n as f64, MatRef::new(&resid, n, o).t(), MatRef::new(&a, n, d), 0.0, MatMut::new(&mut grad, o, d));
+    let mut fa = vec![0.0; d * d];
+    gemm(1.0 / n as f64, MatRef::new(&a, n, d).t(), MatRef::new(&a, n, d), 0.0, MatMut::new(&mut fa, d, d));
+    let eye: Vec<f64> = (0..o * o).map(|k| if k % (o + 1) == 0 { 1.0 } else { 0.0 }).collect();
+    let ops = Operands { dout: o, din1: d, n, a_factor: &fa, g_factor: &eye, a_batch: &a, g_batch: &[] };
+    let mut x = vec![0.0; o * d];
+    let mut scratch = Scratch::new(n, o, d);
+    cg::solve(|v, out| kronecker::apply(Product::Factors, out, v, &ops, 1e-10, &mut scratch), &grad, &mut x, 100, 1e-24, &mut CgWork::new(o * d));
+    let w1: Vec<f64> = w0.iter().zip(&x).map(|(w, s)| w - s).collect();
+    // The optimum from the normal equations, solved densely.
+    let am = DMatrix::from_row_slice(n, d, &a);
+    let ym = DMatrix::from_row_slice(n, o, &y);
+    let w_opt = (am.transpose() * &am).lu().solve(&(am.transpose() * ym)).unwrap().transpose();
+    let w_opt: Vec<f64> = (0..o * d).map(|k| w_opt[(k / d, k % d)]).collect();
+    assert!(rel_err(&w1, &w_opt) < 1e-6, "{}", rel_err(&w1, &w_opt));
+    // K-FAC with explicit inverses (G = I) lands there too.
+    let a_inv = kfac::damped_inverse(&fa.iter().map(|&v| v as f32).collect::<Vec<_>>(), d, 1e-8).unwrap();
+    let g_inv: Vec<f32> = eye.iter().map(|&v| v as f32).collect();
+    let (mut xk, mut tmp) = (vec![0.0f32; o * d], vec![0.0f32; o * d]);
+    let grad32: Vec<f32> = grad.iter().map(|&v| v as f32).collect();
+    kfac::precondition(&mut xk, &mut tmp, &grad32, &g_inv, &a_inv, o, d);
+    let wk: Vec<f64> = xk.iter().map(|&s| -(s as f64)).collect();
+    assert!(rel_err(&wk, &w_opt) < 1e-3, "{}", rel_err(&wk, &w_opt));
+}
+
+fn small_grammar(optimizer: OptimizerConfig) -> TrainConfig {
+    TrainConfig {
+        model: ModelConfig { d_model: 32, heads: 2, d_ff: 64, context: 32, ..ModelConfig::default() },
+        data: DataSpec::Grammar,
+        lr: optimizer.default_lr(),
+        optimizer,
+        batch: 8,
+        steps: 60,
+        schedule: Schedule::Constant,
+        ..TrainConfig::default()
+    }
+}
+
+#[test]
+fn kfac_and_every_cg_fac_product_lower_the_grammar_loss() {
+    let mut configs = vec![OptimizerConfig::named("kfac").unwrap()];
+    for product in [Product::Factors, Product::MatrixFree, Product::ExactFisher] {
+        configs.push(OptimizerConfig::CgFac(SecondOrderConfig { product, ..SecondOrderConfig::new(Method::CgFac) }));
+    }
+    for opt in configs {
+        let mut t = Trainer::new(small_grammar(opt.clone())).unwrap();
+        let before = t.evaluate().unwrap();
+        for _ in 0..60 {
+            t.step().unwrap();
+        }
+        let after = t.evaluate().unwrap();
+        assert!(after < before - 0.5, "{opt:?}: {before} -> {after}");
+        let d = t.diagnostics().unwrap();
+        assert_eq!(d.layers.len(), 2 * 6 + 1);
+    }
+}
+
+#[test]
+fn a_divergent_cg_falls_back_to_the_gradient_and_is_counted() {
+    // Negative damping makes G X A + lambda X indefinite; validation refuses it, so build the
+    // optimizer directly, as a bug or a bad hand edit would.
+    let mut cfg = small_grammar(OptimizerConfig::adam()).model;
+    cfg.vocab = 26;
+    let mut model = Model::<f32>::new(cfg.clone()).unwrap();
+    let mut cache = Cache::new(&cfg, 2);
+    let mut grads = Grads::new(&model, 2);
+    let tokens: Vec<u32> = (0..64).map(|i| (i * 7 % 26) as u32).collect();
+    let targets: Vec<u32> = (0..64).map(|i| (i * 5 % 26) as u32).collect();
+    let mut so = SecondOrderConfig::new(Method::CgFac);
+    so.damping = -1.0;
+    let mut opt = SecondOrder::new(Method::CgFac, so, &model);
+    let before = model.params.clone();
+    model.forward(&mut cache, &tokens, &targets).unwrap();
+    model.backward(&cache, &mut grads);
+    opt.step(&mut model, &grads, &cache, 0.01, 1.0).unwrap();
+    assert!(opt.diag.fallbacks_this_step > 0);
+    assert_eq!(opt.diag.fallbacks_total, opt.diag.fallbacks_this_step as u64);
+    assert!(opt.diag.layers.iter().any(|l| l.fell_back && l.cg.diverged));
+    assert!(model.params.iter().all(|p| p.is_finite()));
+    assert_ne!(model.params, before);
+}
+
+#[test]
+fn bad_second_order_settings_are_refused() {
+    let with = |f: &dyn Fn(&mut SecondOrderConfig)| {
+        let mut so = SecondOrderConfig::new(Method::CgFac);
+        f(&mut so);
+        Trainer::new(small_grammar(OptimizerConfig::CgFac(so))).err().map(|e| e.to_string()).unwrap_or_default()
+    };
+    assert!(with(&|s| s.damping = -1.0).contains("damping must be positive"));
+    assert!(with(&|s| s.damping = f32::NAN).contains("damping must be positive"));
+    assert!(with(&|s| s.max_iters = 0).contains("at least 1"));
+    assert!(with(&|s| s.tol = 1.0).contains("tolerance must be in (0, 1)"));
+    assert!(with(&|s| s.tol = 0.0).contains("tolerance must be in (0, 1)"));
+}
+
+#[test]
+fn second_order_checkpoints_resume_exactly() {
+    for name in ["kfac", "cgfac"] {
+        let cfg = TrainConfig { steps: 12, ..small_grammar(OptimizerConfig::named(name).unwrap()) };
+        let mut straight = Trainer::new(cfg.clone()).unwrap();
+        let full: Vec<f32> = (0..12).map(|_| straight.step().unwrap().loss).collect();
+        let mut first = Trainer::new(cfg).unwrap();
+        let mut losses: Vec<f32> = (0..5).map(|_| first.step().unwrap().loss).collect();
+        let dir = std::env::temp_dir().join(format!("spherewalk-so-{name}-{}", std::process::id()));
+        first.snapshot().save(&dir).unwrap();
+        let mut second = Trainer::restore(engine::checkpoint::Snapshot::load(&dir).unwrap()).unwrap();
+        losses.extend((0..7).map(|_| second.step().unwrap().loss));
+        assert_eq!(full, losses, "{name}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
