@@ -15,10 +15,7 @@ fn tanh<S: Scalar>(y: S) -> S {
 pub fn forward<S: Scalar>(act: Activation, out: &mut [S], inp: &[S]) {
     match act {
         Activation::Identity => out.copy_from_slice(inp),
-        Activation::Relu => out
-            .iter_mut()
-            .zip(inp)
-            .for_each(|(o, &x)| *o = x.max(S::zero())),
+        Activation::Relu => out.iter_mut().zip(inp).for_each(|(o, &x)| *o = x.max(S::zero())),
         Activation::Gelu => {
             let (k, c, half) = (S::of(GELU_K), S::of(GELU_C), S::of(0.5));
             out.iter_mut().zip(inp).for_each(|(o, &x)| {
@@ -43,8 +40,7 @@ pub fn backward<S: Scalar>(act: Activation, dinp: &mut [S], dout: &[S], inp: &[S
             for ((d, &g), &x) in dinp.iter_mut().zip(dout).zip(inp) {
                 let th = tanh(k * (x + c * x * x * x));
                 let sech2 = S::one() - th * th;
-                let local =
-                    half * (S::one() + th) + half * x * sech2 * k * (S::one() + three * c * x * x);
+                let local = half * (S::one() + th) + half * x * sech2 * k * (S::one() + three * c * x * x);
                 *d = g * local;
             }
         }

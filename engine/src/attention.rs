@@ -22,24 +22,10 @@ impl Shape {
     }
     /// View of head `h` of batch row `b` in a (B, T, C) buffer: a T x hs matrix.
     fn head<'a, S: Scalar>(&self, buf: &'a [S], b: usize, h: usize) -> MatRef<'a, S> {
-        MatRef::strided(
-            buf,
-            b * self.t * self.c + h * self.hs(),
-            self.t,
-            self.hs(),
-            self.c,
-            1,
-        )
+        MatRef::strided(buf, b * self.t * self.c + h * self.hs(), self.t, self.hs(), self.c, 1)
     }
     fn head_mut<'a, S: Scalar>(&self, buf: &'a mut [S], b: usize, h: usize) -> MatMut<'a, S> {
-        MatMut::strided(
-            buf,
-            b * self.t * self.c + h * self.hs(),
-            self.t,
-            self.hs(),
-            self.c,
-            1,
-        )
+        MatMut::strided(buf, b * self.t * self.c + h * self.hs(), self.t, self.hs(), self.c, 1)
     }
     fn att_range(&self, b: usize, h: usize) -> std::ops::Range<usize> {
         let tt = self.t * self.t;
@@ -53,25 +39,13 @@ pub fn forward<S: Scalar>(att: &mut [S], out: &mut [S], q: &[S], k: &[S], v: &[S
     for b in 0..s.b {
         for h in 0..s.nh {
             let p = &mut att[s.att_range(b, h)];
-            gemm(
-                scale,
-                s.head(q, b, h),
-                s.head(k, b, h).t(),
-                S::zero(),
-                MatMut::new(p, s.t, s.t),
-            );
+            gemm(scale, s.head(q, b, h), s.head(k, b, h).t(), S::zero(), MatMut::new(p, s.t, s.t));
             for (i, row) in p.chunks_exact_mut(s.t).enumerate() {
                 let visible = if s.causal { i + 1 } else { s.t };
                 softmax_in_place(&mut row[..visible]);
                 row[visible..].fill(S::zero());
             }
-            gemm(
-                S::one(),
-                MatRef::new(p, s.t, s.t),
-                s.head(v, b, h),
-                S::zero(),
-                s.head_mut(out, b, h),
-            );
+            gemm(S::one(), MatRef::new(p, s.t, s.t), s.head(v, b, h), S::zero(), s.head_mut(out, b, h));
         }
     }
 }
@@ -96,20 +70,8 @@ pub fn backward<S: Scalar>(
             let p = &att[s.att_range(b, h)];
             let pm = MatRef::new(p, s.t, s.t);
             // dV = P^T dY, dP = dY V^T.
-            gemm(
-                S::one(),
-                pm.t(),
-                s.head(dout, b, h),
-                S::zero(),
-                s.head_mut(dv, b, h),
-            );
-            gemm(
-                S::one(),
-                s.head(dout, b, h),
-                s.head(v, b, h).t(),
-                S::zero(),
-                MatMut::new(scratch, s.t, s.t),
-            );
+            gemm(S::one(), pm.t(), s.head(dout, b, h), S::zero(), s.head_mut(dv, b, h));
+            gemm(S::one(), s.head(dout, b, h), s.head(v, b, h).t(), S::zero(), MatMut::new(scratch, s.t, s.t));
             // Softmax backward: dS = P * (dP - sum_j P dP), row by row; masked entries have P = 0.
             for (dp, pr) in scratch.chunks_exact_mut(s.t).zip(p.chunks_exact(s.t)) {
                 let dot: S = dp.iter().zip(pr).map(|(&a, &b)| a * b).sum();
@@ -119,13 +81,7 @@ pub fn backward<S: Scalar>(
             }
             let ds = MatRef::new(&*scratch, s.t, s.t);
             gemm(scale, ds, s.head(k, b, h), S::zero(), s.head_mut(dq, b, h));
-            gemm(
-                scale,
-                ds.t(),
-                s.head(q, b, h),
-                S::zero(),
-                s.head_mut(dk, b, h),
-            );
+            gemm(scale, ds.t(), s.head(q, b, h), S::zero(), s.head_mut(dk, b, h));
         }
     }
 }

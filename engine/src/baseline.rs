@@ -24,13 +24,8 @@ pub struct BaselineLoss {
 impl Baselines {
     pub fn fit(data: &Dataset) -> Self {
         let v = data.vocab_size();
-        let mut b = Baselines {
-            v,
-            unigram: vec![0.0; v],
-            bigram: vec![0.0; v * v],
-            prev_counts: vec![0.0; v],
-            total: 0.0,
-        };
+        let mut b =
+            Baselines { v, unigram: vec![0.0; v], bigram: vec![0.0; v * v], prev_counts: vec![0.0; v], total: 0.0 };
         for (prev, next) in data.train_pairs(2048) {
             b.unigram[next as usize] += 1.0;
             b.bigram[prev as usize * v + next as usize] += 1.0;
@@ -41,13 +36,7 @@ impl Baselines {
     }
 
     /// Mean negative log-likelihood of the validation batches `0..batches` (as the model's eval).
-    pub fn val_loss(
-        &self,
-        data: &Dataset,
-        batches: usize,
-        batch: usize,
-        context: usize,
-    ) -> BaselineLoss {
+    pub fn val_loss(&self, data: &Dataset, batches: usize, batch: usize, context: usize) -> BaselineLoss {
         let v = self.v as f64;
         let (mut tok, mut tgt) = (vec![0; batch * context], vec![0; batch * context]);
         let (mut uni, mut bi, mut n) = (0.0, 0.0, 0.0);
@@ -56,14 +45,10 @@ impl Baselines {
             for (&prev, &next) in tok.iter().zip(&tgt).filter(|p| *p.1 != IGNORE) {
                 let (p, x) = (prev as usize, next as usize);
                 uni -= ((self.unigram[x] + ALPHA) / (self.total + ALPHA * v)).ln();
-                bi -= ((self.bigram[p * self.v + x] + ALPHA) / (self.prev_counts[p] + ALPHA * v))
-                    .ln();
+                bi -= ((self.bigram[p * self.v + x] + ALPHA) / (self.prev_counts[p] + ALPHA * v)).ln();
                 n += 1.0;
             }
         }
-        BaselineLoss {
-            unigram: uni / n,
-            bigram: bi / n,
-        }
+        BaselineLoss { unigram: uni / n, bigram: bi / n }
     }
 }

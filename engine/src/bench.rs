@@ -26,30 +26,9 @@ pub struct Size {
 }
 
 pub const SIZES: [Size; 3] = [
-    Size {
-        name: "tiny",
-        d_model: 32,
-        layers: 1,
-        heads: 2,
-        context: 32,
-        batch: 8,
-    },
-    Size {
-        name: "small",
-        d_model: 64,
-        layers: 2,
-        heads: 4,
-        context: 64,
-        batch: 16,
-    },
-    Size {
-        name: "medium",
-        d_model: 128,
-        layers: 4,
-        heads: 4,
-        context: 128,
-        batch: 16,
-    },
+    Size { name: "tiny", d_model: 32, layers: 1, heads: 2, context: 32, batch: 8 },
+    Size { name: "small", d_model: 64, layers: 2, heads: 4, context: 64, batch: 16 },
+    Size { name: "medium", d_model: 128, layers: 4, heads: 4, context: 128, batch: 16 },
 ];
 
 #[derive(Clone, Debug, Serialize)]
@@ -125,29 +104,13 @@ pub fn matmul_gflops(m: usize, k: usize, n: usize) -> MatmulRow {
     for _ in 0..3 {
         let start = Instant::now();
         for _ in 0..reps {
-            gemm(
-                1.0,
-                MatRef::new(&a, m, k),
-                MatRef::new(&b, k, n),
-                0.0,
-                MatMut::new(&mut c, m, n),
-            );
+            gemm(1.0, MatRef::new(&a, m, k), MatRef::new(&b, k, n), 0.0, MatMut::new(&mut c, m, n));
         }
         best = best.min(start.elapsed().as_secs_f64() / reps as f64);
     }
-    MatmulRow {
-        m,
-        k,
-        n,
-        gflops: flops / best / 1e9,
-    }
+    MatmulRow { m, k, n, gflops: flops / best / 1e9 }
 }
 
 /// The matmul shapes the lab's models use, plus squares.
-pub const MATMUL_SHAPES: [(usize, usize, usize); 5] = [
-    (1024, 64, 192),
-    (1024, 256, 64),
-    (2048, 128, 512),
-    (256, 256, 256),
-    (512, 512, 512),
-];
+pub const MATMUL_SHAPES: [(usize, usize, usize); 5] =
+    [(1024, 64, 192), (1024, 256, 64), (2048, 128, 512), (256, 256, 256), (512, 512, 512)];

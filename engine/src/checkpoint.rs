@@ -36,10 +36,8 @@ fn le_bytes(values: &[f32]) -> Vec<u8> {
 
 /// Serialises named f32 tensors to safetensors bytes.
 pub fn to_safetensors(tensors: &[(String, Vec<usize>, Vec<f32>)]) -> Result<Vec<u8>> {
-    let bytes: Vec<(String, Vec<usize>, Vec<u8>)> = tensors
-        .iter()
-        .map(|(n, s, v)| (n.clone(), s.clone(), le_bytes(v)))
-        .collect();
+    let bytes: Vec<(String, Vec<usize>, Vec<u8>)> =
+        tensors.iter().map(|(n, s, v)| (n.clone(), s.clone(), le_bytes(v))).collect();
     let views = bytes
         .iter()
         .map(|(n, s, b)| {
@@ -52,25 +50,15 @@ pub fn to_safetensors(tensors: &[(String, Vec<usize>, Vec<f32>)]) -> Result<Vec<
 }
 
 /// Reads every f32 tensor of a safetensors file: name -> (shape, values).
-pub fn from_safetensors(
-    bytes: &[u8],
-    what: &str,
-) -> Result<HashMap<String, (Vec<usize>, Vec<f32>)>> {
+pub fn from_safetensors(bytes: &[u8], what: &str) -> Result<HashMap<String, (Vec<usize>, Vec<f32>)>> {
     let st = SafeTensors::deserialize(bytes)
         .map_err(|e| Error::Checkpoint(format!("{what} is not valid safetensors: {e}")))?;
     let mut out = HashMap::new();
     for (name, view) in st.tensors() {
         if view.dtype() != Dtype::F32 {
-            return Err(Error::Checkpoint(format!(
-                "{what}: tensor {name:?} is {:?}, expected F32",
-                view.dtype()
-            )));
+            return Err(Error::Checkpoint(format!("{what}: tensor {name:?} is {:?}, expected F32", view.dtype())));
         }
-        let values = view
-            .data()
-            .chunks_exact(4)
-            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-            .collect();
+        let values = view.data().chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
         out.insert(name, (view.shape().to_vec(), values));
     }
     Ok(out)
@@ -78,11 +66,7 @@ pub fn from_safetensors(
 
 /// The model's tensors, by name, in layout order.
 pub fn named_tensors(layout: &Layout, flat: &[f32]) -> Vec<(String, Vec<usize>, Vec<f32>)> {
-    layout
-        .tensors
-        .iter()
-        .map(|t| (t.name.clone(), t.shape.clone(), flat[t.range()].to_vec()))
-        .collect()
+    layout.tensors.iter().map(|t| (t.name.clone(), t.shape.clone(), flat[t.range()].to_vec())).collect()
 }
 
 /// Fills a flat buffer from named tensors, checking every name and shape.
@@ -111,53 +95,27 @@ impl Snapshot {
     pub fn save(&self, dir: &Path) -> Result<()> {
         std::fs::create_dir_all(dir)?;
         let layout = Layout::new(&self.config.model);
-        std::fs::write(
-            dir.join(MODEL_FILE),
-            to_safetensors(&named_tensors(&layout, &self.params))?,
-        )?;
-        let opt: Vec<_> = self
-            .optimizer
-            .iter()
-            .map(|(n, v)| (n.clone(), vec![v.len()], v.clone()))
-            .collect();
+        std::fs::write(dir.join(MODEL_FILE), to_safetensors(&named_tensors(&layout, &self.params))?)?;
+        let opt: Vec<_> = self.optimizer.iter().map(|(n, v)| (n.clone(), vec![v.len()], v.clone())).collect();
         std::fs::write(dir.join(OPTIMIZER_FILE), to_safetensors(&opt)?)?;
-        let cfg = ConfigFile {
-            engine_version: crate::VERSION.into(),
-            step: self.step,
-            config: self.config.clone(),
-        };
+        let cfg = ConfigFile { engine_version: crate::VERSION.into(), step: self.step, config: self.config.clone() };
         std::fs::write(dir.join(CONFIG_FILE), serde_json::to_string_pretty(&cfg)?)?;
         Ok(())
     }
 
     pub fn load(dir: &Path) -> Result<Snapshot> {
         let read = |name: &str| {
-            std::fs::read(dir.join(name)).map_err(|e| {
-                Error::Checkpoint(format!("cannot read {}: {e}", dir.join(name).display()))
-            })
+            std::fs::read(dir.join(name))
+                .map_err(|e| Error::Checkpoint(format!("cannot read {}: {e}", dir.join(name).display())))
         };
         let cfg: ConfigFile = serde_json::from_slice(&read(CONFIG_FILE)?).map_err(|e| {
-            Error::Checkpoint(format!(
-                "{} is not a valid config: {e}",
-                dir.join(CONFIG_FILE).display()
-            ))
+            Error::Checkpoint(format!("{} is not a valid config: {e}", dir.join(CONFIG_FILE).display()))
         })?;
         cfg.config.model.validate()?;
         let layout = Layout::new(&cfg.config.model);
-        let params = flat_from_named(
-            &layout,
-            from_safetensors(&read(MODEL_FILE)?, MODEL_FILE)?,
-            MODEL_FILE,
-        )?;
-        let optimizer = from_safetensors(&read(OPTIMIZER_FILE)?, OPTIMIZER_FILE)?
-            .into_iter()
-            .map(|(n, (_, v))| (n, v))
-            .collect();
-        Ok(Snapshot {
-            config: cfg.config,
-            step: cfg.step,
-            params,
-            optimizer,
-        })
+        let params = flat_from_named(&layout, from_safetensors(&read(MODEL_FILE)?, MODEL_FILE)?, MODEL_FILE)?;
+        let optimizer =
+            from_safetensors(&read(OPTIMIZER_FILE)?, OPTIMIZER_FILE)?.into_iter().map(|(n, (_, v))| (n, v)).collect();
+        Ok(Snapshot { config: cfg.config, step: cfg.step, params, optimizer })
     }
 }

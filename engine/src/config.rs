@@ -28,9 +28,7 @@ impl std::str::FromStr for Activation {
             "gelu" => Ok(Activation::Gelu),
             "relu" => Ok(Activation::Relu),
             "identity" | "linear" => Ok(Activation::Identity),
-            _ => Err(Error::Config(format!(
-                "unknown activation {s:?}; use gelu, relu or identity"
-            ))),
+            _ => Err(Error::Config(format!("unknown activation {s:?}; use gelu, relu or identity"))),
         }
     }
 }
@@ -88,10 +86,7 @@ impl ModelConfig {
             )));
         }
         if self.d_model % self.heads != 0 {
-            return Err(Error::Config(format!(
-                "heads ({}) must divide d_model ({})",
-                self.heads, self.d_model
-            )));
+            return Err(Error::Config(format!("heads ({}) must divide d_model ({})", self.heads, self.d_model)));
         }
         let limits = [
             ("d_model", self.d_model, MAX_D_MODEL),
@@ -101,9 +96,7 @@ impl ModelConfig {
         ];
         for (name, v, max) in limits {
             if v > max {
-                return Err(Error::Config(format!(
-                    "{name} = {v} is over the limit of {max}"
-                )));
+                return Err(Error::Config(format!("{name} = {v} is over the limit of {max}")));
             }
         }
         Ok(())
@@ -134,8 +127,7 @@ pub enum DataSpec {
 }
 
 impl DataSpec {
-    pub const BUILT_IN: [&'static str; 6] =
-        ["grammar", "hierarchy", "copy", "reverse", "sort", "modadd"];
+    pub const BUILT_IN: [&'static str; 6] = ["grammar", "hierarchy", "copy", "reverse", "sort", "modadd"];
 
     /// A built-in name; anything else is an error that lists the names.
     pub fn named(name: &str) -> Result<Self> {
@@ -146,10 +138,12 @@ impl DataSpec {
             "reverse" => DataSpec::Reverse,
             "sort" => DataSpec::Sort,
             "modadd" => DataSpec::Modadd,
-            _ => return Err(Error::Data(format!(
-                "unknown data set {name:?}; built-in sets are {}, or give a path to a .txt file",
-                Self::BUILT_IN.join(", ")
-            ))),
+            _ => {
+                return Err(Error::Data(format!(
+                    "unknown data set {name:?}; built-in sets are {}, or give a path to a .txt file",
+                    Self::BUILT_IN.join(", ")
+                )))
+            }
         })
     }
 
@@ -186,18 +180,10 @@ pub enum OptimizerConfig {
 
 impl OptimizerConfig {
     pub fn sgd() -> Self {
-        OptimizerConfig::Sgd {
-            momentum: 0.9,
-            weight_decay: 0.0,
-        }
+        OptimizerConfig::Sgd { momentum: 0.9, weight_decay: 0.0 }
     }
     pub fn adam() -> Self {
-        OptimizerConfig::Adam {
-            beta1: 0.9,
-            beta2: 0.99,
-            eps: 1e-8,
-            weight_decay: 0.01,
-        }
+        OptimizerConfig::Adam { beta1: 0.9, beta2: 0.99, eps: 1e-8, weight_decay: 0.01 }
     }
     pub fn named(name: &str) -> Result<Self> {
         match name {
@@ -293,10 +279,7 @@ impl Default for TrainConfig {
             data: DataSpec::Grammar,
             optimizer: OptimizerConfig::adam(),
             lr: 3e-3,
-            schedule: Schedule::WarmupCosine {
-                warmup: 50,
-                min_ratio: 0.1,
-            },
+            schedule: Schedule::WarmupCosine { warmup: 50, min_ratio: 0.1 },
             clip: 1.0,
             batch: 16,
             steps: 600,
@@ -311,22 +294,12 @@ impl TrainConfig {
     /// A smaller default that trains visibly within seconds in a browser tab on the CPU path.
     pub fn browser_default() -> Self {
         TrainConfig {
-            model: ModelConfig {
-                d_model: 32,
-                heads: 4,
-                layers: 2,
-                d_ff: 128,
-                context: 32,
-                ..ModelConfig::default()
-            },
+            model: ModelConfig { d_model: 32, heads: 4, layers: 2, d_ff: 128, context: 32, ..ModelConfig::default() },
             batch: 8,
             steps: 400,
             eval_every: 20,
             eval_batches: 2,
-            schedule: Schedule::WarmupCosine {
-                warmup: 20,
-                min_ratio: 0.1,
-            },
+            schedule: Schedule::WarmupCosine { warmup: 20, min_ratio: 0.1 },
             ..TrainConfig::default()
         }
     }
@@ -339,16 +312,10 @@ impl TrainConfig {
             return Err(Error::Config("eval_batches must be positive, got 0".into()));
         }
         if !(self.lr.is_finite() && self.lr > 0.0) {
-            return Err(Error::Config(format!(
-                "learning rate must be positive and finite, got {}",
-                self.lr
-            )));
+            return Err(Error::Config(format!("learning rate must be positive and finite, got {}", self.lr)));
         }
         if !(self.clip.is_finite() && self.clip >= 0.0) {
-            return Err(Error::Config(format!(
-                "clip must be 0 (off) or positive, got {}",
-                self.clip
-            )));
+            return Err(Error::Config(format!("clip must be 0 (off) or positive, got {}", self.clip)));
         }
         if self.batch * self.model.context > 1 << 20 {
             return Err(Error::Config(format!(

@@ -15,14 +15,7 @@ pub fn forward<S: Scalar>(out: &mut [S], tokens: &[u32], wte: &[S], wpe: &[S], t
 }
 
 /// Scatter-adds `dout` (B*T, C) into the embedding gradients.
-pub fn backward<S: Scalar>(
-    dwte: &mut [S],
-    dwpe: &mut [S],
-    dout: &[S],
-    tokens: &[u32],
-    t: usize,
-    c: usize,
-) {
+pub fn backward<S: Scalar>(dwte: &mut [S], dwpe: &mut [S], dout: &[S], tokens: &[u32], t: usize, c: usize) {
     for (i, (row, &tok)) in dout.chunks_exact(c).zip(tokens).enumerate() {
         let pos = i % t;
         for j in 0..c {

@@ -10,9 +10,7 @@ pub enum Error {
     Data(String),
     #[error("checkpoint problem: {0}")]
     Checkpoint(String),
-    #[error(
-        "non-finite {what} at step {step}; the run stopped and kept the weights of step {step}"
-    )]
+    #[error("non-finite {what} at step {step}; the run stopped and kept the weights of step {step}")]
     NonFinite { what: String, step: usize },
     #[error("i/o error: {0}")]
     Io(#[from] std::io::Error),

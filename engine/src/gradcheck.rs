@@ -33,17 +33,7 @@ pub struct CaseReport {
 
 /// A tiny model that still has every part: two layers, two heads, an ignored target.
 pub fn small_config(activation: Activation, causal: bool) -> ModelConfig {
-    ModelConfig {
-        vocab: 7,
-        d_model: 8,
-        heads: 2,
-        layers: 2,
-        d_ff: 12,
-        context: 5,
-        activation,
-        causal,
-        seed: 11,
-    }
+    ModelConfig { vocab: 7, d_model: 8, heads: 2, layers: 2, d_ff: 12, context: 5, activation, causal, seed: 11 }
 }
 
 pub fn check(cfg: ModelConfig, batch: usize) -> Result<CaseReport> {
@@ -54,12 +44,8 @@ pub fn check(cfg: ModelConfig, batch: usize) -> Result<CaseReport> {
         *v += r.random_range(-0.3..0.3);
     }
     let n = batch * cfg.context;
-    let tokens: Vec<u32> = (0..n)
-        .map(|_| r.random_range(0..cfg.vocab as u32))
-        .collect();
-    let mut targets: Vec<u32> = (0..n)
-        .map(|_| r.random_range(0..cfg.vocab as u32))
-        .collect();
+    let tokens: Vec<u32> = (0..n).map(|_| r.random_range(0..cfg.vocab as u32)).collect();
+    let mut targets: Vec<u32> = (0..n).map(|_| r.random_range(0..cfg.vocab as u32)).collect();
     targets[1] = IGNORE;
     let mut cache = Cache::new(&cfg, batch);
     let mut grads = Grads::new(&model, batch);
@@ -91,18 +77,10 @@ pub fn check(cfg: ModelConfig, batch: usize) -> Result<CaseReport> {
         // The floor keeps exactly-zero gradients (the key bias: softmax ignores a shift shared by a
         // row) from turning round-off into a relative error of 1.
         let denom = a_norm.sqrt().max(n_norm.sqrt()).max(ZERO_FLOOR);
-        tensors.push(TensorError {
-            name: info.name.clone(),
-            rel_err: diff.sqrt() / denom,
-        });
+        tensors.push(TensorError { name: info.name.clone(), rel_err: diff.sqrt() / denom });
     }
     let max_rel_err = tensors.iter().map(|t| t.rel_err).fold(0.0, f64::max);
-    Ok(CaseReport {
-        activation: cfg.activation,
-        causal: cfg.causal,
-        tensors,
-        max_rel_err,
-    })
+    Ok(CaseReport { activation: cfg.activation, causal: cfg.causal, tensors, max_rel_err })
 }
 
 /// Every activation, causal and bidirectional.
@@ -124,14 +102,7 @@ mod tests {
     fn every_tensor_matches_finite_differences() {
         for case in check_all().unwrap() {
             for t in &case.tensors {
-                assert!(
-                    t.rel_err < 1e-3,
-                    "{:?} causal={} {}: {}",
-                    case.activation,
-                    case.causal,
-                    t.name,
-                    t.rel_err
-                );
+                assert!(t.rel_err < 1e-3, "{:?} causal={} {}: {}", case.activation, case.causal, t.name, t.rel_err);
             }
         }
     }

@@ -8,15 +8,7 @@ use crate::scalar::Scalar;
 pub const EPS: f64 = 1e-5;
 
 /// inp (N, C) -> out (N, C); caches `u` (N, C) and `rstd` (N).
-pub fn forward<S: Scalar>(
-    out: &mut [S],
-    u: &mut [S],
-    rstd: &mut [S],
-    inp: &[S],
-    weight: &[S],
-    bias: &[S],
-    c: usize,
-) {
+pub fn forward<S: Scalar>(out: &mut [S], u: &mut [S], rstd: &mut [S], inp: &[S], weight: &[S], bias: &[S], c: usize) {
     let cs = S::of(c as f64);
     for (n, x) in inp.chunks_exact(c).enumerate() {
         let mean = x.iter().copied().sum::<S>() / cs;
@@ -24,11 +16,8 @@ pub fn forward<S: Scalar>(
         let r = S::one() / (var + S::of(EPS)).sqrt();
         rstd[n] = r;
         let row = n * c..(n + 1) * c;
-        for (((o, uu), &v), (&w, &b)) in out[row.clone()]
-            .iter_mut()
-            .zip(&mut u[row])
-            .zip(x)
-            .zip(weight.iter().zip(bias))
+        for (((o, uu), &v), (&w, &b)) in
+            out[row.clone()].iter_mut().zip(&mut u[row]).zip(x).zip(weight.iter().zip(bias))
         {
             *uu = (v - mean) * r;
             *o = *uu * w + b;

@@ -4,25 +4,11 @@ use crate::matmul::{gemm, MatMut, MatRef};
 use crate::scalar::Scalar;
 
 /// inp (N, in) -> out (N, out).
-pub fn forward<S: Scalar>(
-    out: &mut [S],
-    inp: &[S],
-    w: &[S],
-    b: &[S],
-    n: usize,
-    din: usize,
-    dout: usize,
-) {
+pub fn forward<S: Scalar>(out: &mut [S], inp: &[S], w: &[S], b: &[S], n: usize, din: usize, dout: usize) {
     for row in out.chunks_exact_mut(dout) {
         row.copy_from_slice(b);
     }
-    gemm(
-        S::one(),
-        MatRef::new(inp, n, din),
-        MatRef::new(w, dout, din).t(),
-        S::one(),
-        MatMut::new(out, n, dout),
-    );
+    gemm(S::one(), MatRef::new(inp, n, din), MatRef::new(w, dout, din).t(), S::one(), MatMut::new(out, n, dout));
 }
 
 /// Accumulates `dw += dy^T x` and `db += sum dy`; sets (`beta` = 0) or adds to (`beta` = 1) `dinp`.
@@ -39,20 +25,8 @@ pub fn backward<S: Scalar>(
     din: usize,
     dout: usize,
 ) {
-    gemm(
-        S::one(),
-        MatRef::new(dy, n, dout),
-        MatRef::new(w, dout, din),
-        beta,
-        MatMut::new(dinp, n, din),
-    );
-    gemm(
-        S::one(),
-        MatRef::new(dy, n, dout).t(),
-        MatRef::new(inp, n, din),
-        S::one(),
-        MatMut::new(dw, dout, din),
-    );
+    gemm(S::one(), MatRef::new(dy, n, dout), MatRef::new(w, dout, din), beta, MatMut::new(dinp, n, din));
+    gemm(S::one(), MatRef::new(dy, n, dout).t(), MatRef::new(inp, n, din), S::one(), MatMut::new(dw, dout, din));
     for row in dy.chunks_exact(dout) {
         for (g, &d) in db.iter_mut().zip(row) {
             *g += d;

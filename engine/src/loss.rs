@@ -16,30 +16,13 @@ pub fn forward<S: Scalar>(logits: &mut [S], targets: &[u32], v: usize) -> (S, us
             count += 1;
         }
     }
-    (
-        if count > 0 {
-            total / S::of(count as f64)
-        } else {
-            S::zero()
-        },
-        count,
-    )
+    (if count > 0 { total / S::of(count as f64) } else { S::zero() }, count)
 }
 
 /// Sets `dlogits` = (p - onehot) / count on counted rows, 0 elsewhere.
-pub fn backward<S: Scalar>(
-    dlogits: &mut [S],
-    probs: &[S],
-    targets: &[u32],
-    count: usize,
-    v: usize,
-) {
+pub fn backward<S: Scalar>(dlogits: &mut [S], probs: &[S], targets: &[u32], count: usize, v: usize) {
     let scale = S::one() / S::of(count.max(1) as f64);
-    for ((d, p), &tgt) in dlogits
-        .chunks_exact_mut(v)
-        .zip(probs.chunks_exact(v))
-        .zip(targets)
-    {
+    for ((d, p), &tgt) in dlogits.chunks_exact_mut(v).zip(probs.chunks_exact(v)).zip(targets) {
         if tgt == IGNORE {
             d.fill(S::zero());
             continue;

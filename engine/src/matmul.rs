@@ -39,36 +39,16 @@ impl<'a, S: Scalar> MatRef<'a, S> {
     }
 
     /// A general view: element (i, j) is `data[offset + i * rs + j * cs]`.
-    pub fn strided(
-        data: &'a [S],
-        offset: usize,
-        rows: usize,
-        cols: usize,
-        rs: usize,
-        cs: usize,
-    ) -> Self {
+    pub fn strided(data: &'a [S], offset: usize, rows: usize, cols: usize, rs: usize, cs: usize) -> Self {
         assert!(
             rows == 0 || cols == 0 || last_index(offset, rows, cols, rs, cs) < data.len(),
             "matrix view out of bounds"
         );
-        MatRef {
-            data,
-            offset,
-            rows,
-            cols,
-            rs,
-            cs,
-        }
+        MatRef { data, offset, rows, cols, rs, cs }
     }
 
     pub fn t(self) -> Self {
-        MatRef {
-            rows: self.cols,
-            cols: self.rows,
-            rs: self.cs,
-            cs: self.rs,
-            ..self
-        }
+        MatRef { rows: self.cols, cols: self.rows, rs: self.cs, cs: self.rs, ..self }
     }
 
     pub fn at(&self, i: usize, j: usize) -> S {
@@ -81,26 +61,12 @@ impl<'a, S: Scalar> MatMut<'a, S> {
         Self::strided(data, 0, rows, cols, cols, 1)
     }
 
-    pub fn strided(
-        data: &'a mut [S],
-        offset: usize,
-        rows: usize,
-        cols: usize,
-        rs: usize,
-        cs: usize,
-    ) -> Self {
+    pub fn strided(data: &'a mut [S], offset: usize, rows: usize, cols: usize, rs: usize, cs: usize) -> Self {
         assert!(
             rows == 0 || cols == 0 || last_index(offset, rows, cols, rs, cs) < data.len(),
             "matrix view out of bounds"
         );
-        MatMut {
-            data,
-            offset,
-            rows,
-            cols,
-            rs,
-            cs,
-        }
+        MatMut { data, offset, rows, cols, rs, cs }
     }
 }
 
@@ -143,17 +109,10 @@ mod tests {
         let b: Vec<f64> = (0..n * k).map(|i| (i as f64 * 0.11).cos()).collect();
         // b is stored n x k and used transposed.
         let mut c = vec![1.0; m * n];
-        gemm(
-            2.0,
-            MatRef::new(&a, m, k),
-            MatRef::new(&b, n, k).t(),
-            0.5,
-            MatMut::new(&mut c, m, n),
-        );
+        gemm(2.0, MatRef::new(&a, m, k), MatRef::new(&b, n, k).t(), 0.5, MatMut::new(&mut c, m, n));
         for i in 0..m {
             for j in 0..n {
-                let want: f64 =
-                    2.0 * (0..k).map(|p| a[i * k + p] * b[j * k + p]).sum::<f64>() + 0.5;
+                let want: f64 = 2.0 * (0..k).map(|p| a[i * k + p] * b[j * k + p]).sum::<f64>() + 0.5;
                 assert!((c[i * n + j] - want).abs() < 1e-12);
             }
         }

@@ -152,12 +152,7 @@ impl<S: Scalar> Grads<S> {
 }
 
 /// Mutable views of two tensors stored back to back (a weight and its bias, wte and wpe).
-fn pair_mut<'a, S>(
-    layout: &Layout,
-    buf: &'a mut [S],
-    first: usize,
-    second: usize,
-) -> (&'a mut [S], &'a mut [S]) {
+fn pair_mut<'a, S>(layout: &Layout, buf: &'a mut [S], first: usize, second: usize) -> (&'a mut [S], &'a mut [S]) {
     let (a, b) = (&layout.tensors[first], &layout.tensors[second]);
     assert_eq!(a.offset + a.len, b.offset, "tensors are not adjacent");
     buf[a.offset..b.offset + b.len].split_at_mut(a.len)
@@ -173,30 +168,17 @@ impl<S: Scalar> Model<S> {
         let mut r = rng(cfg.seed, Stream::Init, 0);
         let normal = Normal::new(0.0, 0.02).expect("valid normal");
         let resid_scale = 1.0 / (2.0 * cfg.layers as f64).sqrt();
-        let residual_outputs: Vec<usize> = layout
-            .blocks
-            .iter()
-            .flat_map(|b| [b.o_w, b.proj_w])
-            .collect();
+        let residual_outputs: Vec<usize> = layout.blocks.iter().flat_map(|b| [b.o_w, b.proj_w]).collect();
         for (id, info) in layout.tensors.iter().enumerate() {
             let dst = &mut params[info.range()];
             if info.shape.len() == 2 {
-                let scale = if residual_outputs.contains(&id) {
-                    resid_scale
-                } else {
-                    1.0
-                };
-                dst.iter_mut()
-                    .for_each(|x| *x = S::of(normal.sample(&mut r) * scale));
+                let scale = if residual_outputs.contains(&id) { resid_scale } else { 1.0 };
+                dst.iter_mut().for_each(|x| *x = S::of(normal.sample(&mut r) * scale));
             } else if info.name.ends_with("weight") {
                 dst.fill(S::one());
             }
         }
-        Ok(Model {
-            cfg,
-            layout,
-            params,
-        })
+        Ok(Model { cfg, layout, params })
     }
 
     /// The same model in another float type.
@@ -204,11 +186,7 @@ impl<S: Scalar> Model<S> {
         Model {
             cfg: self.cfg.clone(),
             layout: self.layout.clone(),
-            params: self
-                .params
-                .iter()
-                .map(|x| T::of(x.to_f64().expect("finite")))
-                .collect(),
+            params: self.params.iter().map(|x| T::of(x.to_f64().expect("finite"))).collect(),
         }
     }
 
@@ -221,23 +199,12 @@ impl<S: Scalar> Model<S> {
     }
 
     fn shape(&self, b: usize) -> Shape {
-        Shape {
-            b,
-            t: self.cfg.context,
-            c: self.cfg.d_model,
-            nh: self.cfg.heads,
-            causal: self.cfg.causal,
-        }
+        Shape { b, t: self.cfg.context, c: self.cfg.d_model, nh: self.cfg.heads, causal: self.cfg.causal }
     }
 
     /// Runs the model on `tokens` (B*T) and scores `targets`; returns the mean cross-entropy.
     pub fn forward(&self, cache: &mut Cache<S>, tokens: &[u32], targets: &[u32]) -> Result<S> {
-        let (t, c, f, v) = (
-            self.cfg.context,
-            self.cfg.d_model,
-            self.cfg.d_ff,
-            self.cfg.vocab,
-        );
+        let (t, c, f, v) = (self.cfg.context, self.cfg.d_model, self.cfg.d_ff, self.cfg.vocab);
         let n = cache.b * t;
         if tokens.len() != n || targets.len() != n {
             return Err(Error::Data(format!(
@@ -246,26 +213,15 @@ impl<S: Scalar> Model<S> {
                 targets.len()
             )));
         }
-        if let Some(&bad) = tokens
-            .iter()
-            .chain(targets.iter().filter(|&&x| x != loss::IGNORE))
-            .find(|&&x| x as usize >= v)
+        if let Some(&bad) =
+            tokens.iter().chain(targets.iter().filter(|&&x| x != loss::IGNORE)).find(|&&x| x as usize >= v)
         {
-            return Err(Error::Data(format!(
-                "token id {bad} is outside the vocabulary of {v}"
-            )));
+            return Err(Error::Data(format!("token id {bad} is outside the vocabulary of {v}")));
         }
         let l = &self.layout;
         cache.tokens.copy_from_slice(tokens);
         cache.targets.copy_from_slice(targets);
-        embedding::forward(
-            &mut cache.resid[0],
-            tokens,
-            self.p(l.wte),
-            self.p(l.wpe),
-            t,
-            c,
-        );
+        embedding::forward(&mut cache.resid[0], tokens, self.p(l.wte), self.p(l.wpe), t, c);
         let shape = self.shape(cache.b);
         for (i, ids) in l.blocks.iter().enumerate() {
             let (done, rest) = cache.resid.split_at_mut(i + 1);
@@ -280,43 +236,11 @@ impl<S: Scalar> Model<S> {
                 self.p(ids.ln1_b),
                 c,
             );
-            linear::forward(
-                &mut bc.q,
-                &bc.ln1_out,
-                self.p(ids.q_w),
-                self.p(ids.q_b),
-                n,
-                c,
-                c,
-            );
-            linear::forward(
-                &mut bc.k,
-                &bc.ln1_out,
-                self.p(ids.k_w),
-                self.p(ids.k_b),
-                n,
-                c,
-                c,
-            );
-            linear::forward(
-                &mut bc.v,
-                &bc.ln1_out,
-                self.p(ids.v_w),
-                self.p(ids.v_b),
-                n,
-                c,
-                c,
-            );
+            linear::forward(&mut bc.q, &bc.ln1_out, self.p(ids.q_w), self.p(ids.q_b), n, c, c);
+            linear::forward(&mut bc.k, &bc.ln1_out, self.p(ids.k_w), self.p(ids.k_b), n, c, c);
+            linear::forward(&mut bc.v, &bc.ln1_out, self.p(ids.v_w), self.p(ids.v_b), n, c, c);
             attention::forward(&mut bc.att, &mut bc.attn_y, &bc.q, &bc.k, &bc.v, shape);
-            linear::forward(
-                &mut bc.h,
-                &bc.attn_y,
-                self.p(ids.o_w),
-                self.p(ids.o_b),
-                n,
-                c,
-                c,
-            );
+            linear::forward(&mut bc.h, &bc.attn_y, self.p(ids.o_w), self.p(ids.o_b), n, c, c);
             bc.h.iter_mut().zip(x).for_each(|(h, &x)| *h += x);
             layer_norm::forward(
                 &mut bc.ln2_out,
@@ -327,25 +251,9 @@ impl<S: Scalar> Model<S> {
                 self.p(ids.ln2_b),
                 c,
             );
-            linear::forward(
-                &mut bc.fc_pre,
-                &bc.ln2_out,
-                self.p(ids.fc_w),
-                self.p(ids.fc_b),
-                n,
-                c,
-                f,
-            );
+            linear::forward(&mut bc.fc_pre, &bc.ln2_out, self.p(ids.fc_w), self.p(ids.fc_b), n, c, f);
             activation::forward(self.cfg.activation, &mut bc.fc_act, &bc.fc_pre);
-            linear::forward(
-                next,
-                &bc.fc_act,
-                self.p(ids.proj_w),
-                self.p(ids.proj_b),
-                n,
-                f,
-                c,
-            );
+            linear::forward(next, &bc.fc_act, self.p(ids.proj_w), self.p(ids.proj_b), n, f, c);
             next.iter_mut().zip(&bc.h).for_each(|(y, &h)| *y += h);
         }
         let last = &cache.resid[self.cfg.layers];
@@ -358,15 +266,7 @@ impl<S: Scalar> Model<S> {
             self.p(l.lnf_b),
             c,
         );
-        linear::forward(
-            &mut cache.probs,
-            &cache.lnf_out,
-            self.p(l.head_w),
-            self.p(l.head_b),
-            n,
-            c,
-            v,
-        );
+        linear::forward(&mut cache.probs, &cache.lnf_out, self.p(l.head_w), self.p(l.head_b), n, c, v);
         let (mean, count) = loss::forward(&mut cache.probs, targets, v);
         cache.loss = mean;
         cache.count = count;
@@ -375,12 +275,7 @@ impl<S: Scalar> Model<S> {
 
     /// Fills `grads` with the gradient of the last forward pass's mean loss.
     pub fn backward(&self, cache: &Cache<S>, grads: &mut Grads<S>) {
-        let (t, c, f, v) = (
-            self.cfg.context,
-            self.cfg.d_model,
-            self.cfg.d_ff,
-            self.cfg.vocab,
-        );
+        let (t, c, f, v) = (self.cfg.context, self.cfg.d_model, self.cfg.d_ff, self.cfg.vocab);
         let n = cache.b * t;
         let l = &self.layout;
         let shape = self.shape(cache.b);
@@ -388,87 +283,25 @@ impl<S: Scalar> Model<S> {
         g.data.fill(S::zero());
         loss::backward(&mut g.dlogits, &cache.probs, &cache.targets, cache.count, v);
         let (dw, db) = pair_mut(l, &mut g.data, l.head_w, l.head_b);
-        linear::backward(
-            &mut g.dln,
-            S::zero(),
-            dw,
-            db,
-            &g.dlogits,
-            &cache.lnf_out,
-            self.p(l.head_w),
-            n,
-            c,
-            v,
-        );
+        linear::backward(&mut g.dln, S::zero(), dw, db, &g.dlogits, &cache.lnf_out, self.p(l.head_w), n, c, v);
         g.dresid.fill(S::zero());
         let (dw, db) = pair_mut(l, &mut g.data, l.lnf_w, l.lnf_b);
-        layer_norm::backward(
-            &mut g.dresid,
-            dw,
-            db,
-            &g.dln,
-            &cache.lnf_u,
-            &cache.lnf_rstd,
-            self.p(l.lnf_w),
-            c,
-        );
+        layer_norm::backward(&mut g.dresid, dw, db, &g.dln, &cache.lnf_u, &cache.lnf_rstd, self.p(l.lnf_w), c);
         for (i, ids) in l.blocks.iter().enumerate().rev() {
             let (bc, bg) = (&cache.blocks[i], &mut g.blocks[i]);
             // MLP: dresid is the gradient at x' = h + proj(...).
             bg.d_proj.copy_from_slice(&g.dresid);
             let (dw, db) = pair_mut(l, &mut g.data, ids.proj_w, ids.proj_b);
-            linear::backward(
-                &mut g.dfc_act,
-                S::zero(),
-                dw,
-                db,
-                &bg.d_proj,
-                &bc.fc_act,
-                self.p(ids.proj_w),
-                n,
-                f,
-                c,
-            );
+            linear::backward(&mut g.dfc_act, S::zero(), dw, db, &bg.d_proj, &bc.fc_act, self.p(ids.proj_w), n, f, c);
             activation::backward(self.cfg.activation, &mut bg.d_fc, &g.dfc_act, &bc.fc_pre);
             let (dw, db) = pair_mut(l, &mut g.data, ids.fc_w, ids.fc_b);
-            linear::backward(
-                &mut g.dln,
-                S::zero(),
-                dw,
-                db,
-                &bg.d_fc,
-                &bc.ln2_out,
-                self.p(ids.fc_w),
-                n,
-                c,
-                f,
-            );
+            linear::backward(&mut g.dln, S::zero(), dw, db, &bg.d_fc, &bc.ln2_out, self.p(ids.fc_w), n, c, f);
             let (dw, db) = pair_mut(l, &mut g.data, ids.ln2_w, ids.ln2_b);
-            layer_norm::backward(
-                &mut g.dresid,
-                dw,
-                db,
-                &g.dln,
-                &bc.ln2_u,
-                &bc.ln2_rstd,
-                self.p(ids.ln2_w),
-                c,
-            );
+            layer_norm::backward(&mut g.dresid, dw, db, &g.dln, &bc.ln2_u, &bc.ln2_rstd, self.p(ids.ln2_w), c);
             // Attention: dresid is now the gradient at h = x + O(...).
             bg.d_o.copy_from_slice(&g.dresid);
             let (dw, db) = pair_mut(l, &mut g.data, ids.o_w, ids.o_b);
-            linear::backward(
-                &mut g.dattn_y,
-                S::zero(),
-                dw,
-                db,
-                &bg.d_o,
-                &bc.attn_y,
-                self.p(ids.o_w),
-                n,
-                c,
-                c,
-            );
+            linear::backward(&mut g.dattn_y, S::zero(), dw, db, &bg.d_o, &bc.attn_y, self.p(ids.o_w), n, c, c);
             attention::backward(
                 &mut bg.dq,
                 &mut bg.dk,
@@ -481,38 +314,14 @@ impl<S: Scalar> Model<S> {
                 &bc.v,
                 shape,
             );
-            let qkv = [
-                (ids.q_w, ids.q_b, &bg.dq),
-                (ids.k_w, ids.k_b, &bg.dk),
-                (ids.v_w, ids.v_b, &bg.dv),
-            ];
+            let qkv = [(ids.q_w, ids.q_b, &bg.dq), (ids.k_w, ids.k_b, &bg.dk), (ids.v_w, ids.v_b, &bg.dv)];
             for (j, (w, b, dy)) in qkv.into_iter().enumerate() {
                 let beta = if j == 0 { S::zero() } else { S::one() };
                 let (dw, db) = pair_mut(l, &mut g.data, w, b);
-                linear::backward(
-                    &mut g.dln,
-                    beta,
-                    dw,
-                    db,
-                    dy,
-                    &bc.ln1_out,
-                    self.p(w),
-                    n,
-                    c,
-                    c,
-                );
+                linear::backward(&mut g.dln, beta, dw, db, dy, &bc.ln1_out, self.p(w), n, c, c);
             }
             let (dw, db) = pair_mut(l, &mut g.data, ids.ln1_w, ids.ln1_b);
-            layer_norm::backward(
-                &mut g.dresid,
-                dw,
-                db,
-                &g.dln,
-                &bc.ln1_u,
-                &bc.ln1_rstd,
-                self.p(ids.ln1_w),
-                c,
-            );
+            layer_norm::backward(&mut g.dresid, dw, db, &g.dln, &bc.ln1_u, &bc.ln1_rstd, self.p(ids.ln1_w), c);
         }
         let (dwte, dwpe) = pair_mut(l, &mut g.data, l.wte, l.wpe);
         embedding::backward(dwte, dwpe, &g.dresid, &cache.tokens, t, c);

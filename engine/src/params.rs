@@ -62,12 +62,7 @@ impl Layout {
         let mut add = |name: String, shape: Vec<usize>| {
             let offset = tensors.last().map_or(0, |x: &TensorInfo| x.offset + x.len);
             let len = shape.iter().product();
-            tensors.push(TensorInfo {
-                name,
-                shape,
-                offset,
-                len,
-            });
+            tensors.push(TensorInfo { name, shape, offset, len });
             tensors.len() - 1
         };
         let wte = add("wte".into(), vec![v, c]);
@@ -99,17 +94,7 @@ impl Layout {
         let head_w = add("head.weight".into(), vec![v, c]);
         let head_b = add("head.bias".into(), vec![v]);
         let total = tensors.last().map_or(0, |x| x.offset + x.len);
-        Layout {
-            tensors,
-            wte,
-            wpe,
-            blocks,
-            lnf_w,
-            lnf_b,
-            head_w,
-            head_b,
-            total,
-        }
+        Layout { tensors, wte, wpe, blocks, lnf_w, lnf_b, head_w, head_b, total }
     }
 
     pub fn find(&self, name: &str) -> Option<&TensorInfo> {

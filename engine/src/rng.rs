@@ -21,9 +21,7 @@ pub enum Stream {
 
 pub fn rng(seed: u64, stream: Stream, index: u64) -> Rng {
     // splitmix64 of the three inputs: distinct, well-mixed 64-bit seeds.
-    let mut z = seed
-        ^ (stream as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)
-        ^ index.wrapping_mul(0xD1B5_4A32_D192_ED03);
+    let mut z = seed ^ (stream as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ index.wrapping_mul(0xD1B5_4A32_D192_ED03);
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^= z >> 31;

@@ -3,16 +3,7 @@
 use num_traits::{Float, FromPrimitive, NumAssign};
 
 pub trait Scalar:
-    Float
-    + NumAssign
-    + FromPrimitive
-    + Default
-    + Copy
-    + Send
-    + Sync
-    + std::fmt::Debug
-    + std::iter::Sum
-    + 'static
+    Float + NumAssign + FromPrimitive + Default + Copy + Send + Sync + std::fmt::Debug + std::iter::Sum + 'static
 {
     /// `C = alpha * A B + beta * C` on strided row/column views (see `matmul`).
     ///

@@ -59,28 +59,15 @@ impl Trainer {
     /// One optimizer step on training batch number `step`. A non-finite loss or gradient stops the
     /// step before anything changes, so the model keeps its last good state.
     pub fn step(&mut self) -> Result<StepReport> {
-        self.data.batch(
-            Split::Train,
-            self.step as u64,
-            &mut self.tokens,
-            &mut self.targets,
-        );
-        let loss = self
-            .model
-            .forward(&mut self.cache, &self.tokens, &self.targets)?;
+        self.data.batch(Split::Train, self.step as u64, &mut self.tokens, &mut self.targets);
+        let loss = self.model.forward(&mut self.cache, &self.tokens, &self.targets)?;
         if !loss.is_finite() {
-            return Err(Error::NonFinite {
-                what: "loss".into(),
-                step: self.step,
-            });
+            return Err(Error::NonFinite { what: "loss".into(), step: self.step });
         }
         self.model.backward(&self.cache, &mut self.grads);
         let grad_norm = clip::clip(&mut self.grads.data, self.cfg.clip);
         if !grad_norm.is_finite() {
-            return Err(Error::NonFinite {
-                what: "gradient".into(),
-                step: self.step,
-            });
+            return Err(Error::NonFinite { what: "gradient".into(), step: self.step });
         }
         let lr = self.cfg.schedule.lr(self.cfg.lr, self.step, self.cfg.steps);
         let step = self.step;
@@ -89,42 +76,26 @@ impl Trainer {
             other => other,
         })?;
         self.step += 1;
-        Ok(StepReport {
-            step: self.step,
-            loss,
-            lr,
-            grad_norm,
-        })
+        Ok(StepReport { step: self.step, loss, lr, grad_norm })
     }
 
     /// Mean loss over the fixed validation batches.
     pub fn evaluate(&mut self) -> Result<f32> {
         let mut total = 0.0;
         for i in 0..self.cfg.eval_batches {
-            self.data
-                .batch(Split::Val, i as u64, &mut self.tokens, &mut self.targets);
-            total += self
-                .model
-                .forward(&mut self.cache, &self.tokens, &self.targets)?;
+            self.data.batch(Split::Val, i as u64, &mut self.tokens, &mut self.targets);
+            total += self.model.forward(&mut self.cache, &self.tokens, &self.targets)?;
         }
         let loss = total / self.cfg.eval_batches as f32;
         if !loss.is_finite() {
-            return Err(Error::NonFinite {
-                what: "validation loss".into(),
-                step: self.step,
-            });
+            return Err(Error::NonFinite { what: "validation loss".into(), step: self.step });
         }
         Ok(loss)
     }
 
     /// Unigram and bigram losses on the same validation batches as `evaluate`.
     pub fn baselines(&self) -> BaselineLoss {
-        Baselines::fit(&self.data).val_loss(
-            &self.data,
-            self.cfg.eval_batches,
-            self.cfg.batch,
-            self.cfg.model.context,
-        )
+        Baselines::fit(&self.data).val_loss(&self.data, self.cfg.eval_batches, self.cfg.batch, self.cfg.model.context)
     }
 
     pub fn step_count(&self) -> usize {

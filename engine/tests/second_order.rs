@@ -3,10 +3,10 @@
 
 use engine::config::{DataSpec, ModelConfig, OptimizerConfig, Schedule, TrainConfig};
 use engine::matmul::{gemm, MatMut, MatRef};
+use engine::model::{Cache, Grads};
 use engine::optim::cg::{self, CgWork};
 use engine::optim::kfac;
 use engine::optim::kronecker::{self, Operands, Product, Scratch};
-use engine::model::{Cache, Grads};
 use engine::optim::second_order::{Method, SecondOrder, SecondOrderConfig};
 use engine::Model;
 use engine::Trainer;
@@ -48,7 +48,15 @@ fn layer(seed: u64, n: usize, o: usize, d: usize) -> Layer {
 
 impl Layer {
     fn ops(&self) -> Operands<'_, f64> {
-        Operands { dout: self.o, din1: self.d, n: self.n, a_factor: &self.fa, g_factor: &self.fg, a_batch: &self.a, g_batch: &self.g }
+        Operands {
+            dout: self.o,
+            din1: self.d,
+            n: self.n,
+            a_factor: &self.fa,
+            g_factor: &self.fg,
+            a_batch: &self.a,
+            g_batch: &self.g,
+        }
     }
     /// Row-major vec(X) (index o*d + i): (G ⊗ A) acts on it as X -> G X A for symmetric A, G.
     fn kron(&self, lambda: f64) -> DMatrix<f64> {
@@ -158,7 +166,14 @@ fn one_natural_gradient_step_solves_linear_least_squares() {
     let ops = Operands { dout: o, din1: d, n, a_factor: &fa, g_factor: &eye, a_batch: &a, g_batch: &[] };
     let mut x = vec![0.0; o * d];
     let mut scratch = Scratch::new(n, o, d);
-    cg::solve(|v, out| kronecker::apply(Product::Factors, out, v, &ops, 1e-10, &mut scratch), &grad, &mut x, 100, 1e-24, &mut CgWork::new(o * d));
+    cg::solve(
+        |v, out| kronecker::apply(Product::Factors, out, v, &ops, 1e-10, &mut scratch),
+        &grad,
+        &mut x,
+        100,
+        1e-24,
+        &mut CgWork::new(o * d),
+    );
     let w1: Vec<f64> = w0.iter().zip(&x).map(|(w, s)| w - s).collect();
     // The optimum from the normal equations, solved densely.
     let am = DMatrix::from_row_slice(n, d, &a);

@@ -7,13 +7,7 @@ use engine::{Error, Trainer};
 
 fn copy_config() -> TrainConfig {
     TrainConfig {
-        model: ModelConfig {
-            d_model: 32,
-            heads: 2,
-            d_ff: 128,
-            context: 16,
-            ..ModelConfig::default()
-        },
+        model: ModelConfig { d_model: 32, heads: 2, d_ff: 128, context: 16, ..ModelConfig::default() },
         data: DataSpec::Copy,
         batch: 16,
         steps: 400,
@@ -34,17 +28,8 @@ fn grammar_beats_the_bigram_baseline_within_the_default_steps() {
     let before = t.evaluate().unwrap();
     run(&mut t, cfg.steps);
     let after = t.evaluate().unwrap();
-    assert!(
-        base.bigram < base.unigram,
-        "bigram {} unigram {}",
-        base.bigram,
-        base.unigram
-    );
-    assert!(
-        (after as f64) < base.bigram - 0.3,
-        "val loss {after} vs bigram {}",
-        base.bigram
-    );
+    assert!(base.bigram < base.unigram, "bigram {} unigram {}", base.bigram, base.unigram);
+    assert!((after as f64) < base.bigram - 0.3, "val loss {after} vs bigram {}", base.bigram);
     assert!(after < before);
 }
 
@@ -60,54 +45,31 @@ fn copy_task_is_learned() {
 
 #[test]
 fn same_seed_gives_bit_identical_losses() {
-    let cfg = TrainConfig {
-        steps: 15,
-        ..copy_config()
-    };
+    let cfg = TrainConfig { steps: 15, ..copy_config() };
     let a = run(&mut Trainer::new(cfg.clone()).unwrap(), 15);
     let b = run(&mut Trainer::new(cfg.clone()).unwrap(), 15);
-    assert_eq!(
-        a.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
-        b.iter().map(|x| x.to_bits()).collect::<Vec<_>>()
-    );
-    let other = run(
-        &mut Trainer::new(TrainConfig { seed: 1, ..cfg }).unwrap(),
-        15,
-    );
+    assert_eq!(a.iter().map(|x| x.to_bits()).collect::<Vec<_>>(), b.iter().map(|x| x.to_bits()).collect::<Vec<_>>());
+    let other = run(&mut Trainer::new(TrainConfig { seed: 1, ..cfg }).unwrap(), 15);
     assert_ne!(a, other);
 }
 
 #[test]
 fn resumed_run_equals_uninterrupted_run() {
     for optimizer in [OptimizerConfig::adam(), OptimizerConfig::sgd()] {
-        let cfg = TrainConfig {
-            steps: 20,
-            optimizer: optimizer.clone(),
-            lr: optimizer.default_lr(),
-            ..copy_config()
-        };
+        let cfg = TrainConfig { steps: 20, optimizer: optimizer.clone(), lr: optimizer.default_lr(), ..copy_config() };
         let mut straight = Trainer::new(cfg.clone()).unwrap();
         let full = run(&mut straight, 20);
 
         let mut first = Trainer::new(cfg).unwrap();
         let mut resumed_losses = run(&mut first, 8);
-        let dir = std::env::temp_dir().join(format!(
-            "spherewalk-resume-{}-{}",
-            optimizer.name(),
-            std::process::id()
-        ));
+        let dir = std::env::temp_dir().join(format!("spherewalk-resume-{}-{}", optimizer.name(), std::process::id()));
         first.snapshot().save(&dir).unwrap();
         drop(first);
         let mut second = Trainer::restore(Snapshot::load(&dir).unwrap()).unwrap();
         assert_eq!(second.step_count(), 8);
         resumed_losses.extend(run(&mut second, 12));
         assert_eq!(full, resumed_losses, "{}", optimizer.name());
-        assert_eq!(
-            straight.model().params,
-            second.model().params,
-            "{}",
-            optimizer.name()
-        );
+        assert_eq!(straight.model().params, second.model().params, "{}", optimizer.name());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
@@ -116,23 +78,13 @@ fn resumed_run_equals_uninterrupted_run() {
 fn missing_or_corrupt_checkpoint_is_a_clear_error() {
     let dir = std::env::temp_dir().join(format!("spherewalk-corrupt-{}", std::process::id()));
     let err = Snapshot::load(&dir).err().unwrap().to_string();
-    assert!(
-        err.contains("cannot read") && err.contains("config.json"),
-        "{err}"
-    );
+    assert!(err.contains("cannot read") && err.contains("config.json"), "{err}");
 
-    let t = Trainer::new(TrainConfig {
-        steps: 1,
-        ..copy_config()
-    })
-    .unwrap();
+    let t = Trainer::new(TrainConfig { steps: 1, ..copy_config() }).unwrap();
     t.snapshot().save(&dir).unwrap();
     std::fs::write(dir.join("model.safetensors"), b"not a tensor file").unwrap();
     let err = Snapshot::load(&dir).err().unwrap().to_string();
-    assert!(
-        err.contains("model.safetensors is not valid safetensors"),
-        "{err}"
-    );
+    assert!(err.contains("model.safetensors is not valid safetensors"), "{err}");
     std::fs::write(dir.join("config.json"), b"{\"step\": 3").unwrap();
     let err = Snapshot::load(&dir).err().unwrap().to_string();
     assert!(err.contains("not a valid config"), "{err}");
@@ -144,10 +96,7 @@ fn bad_sizes_are_refused_with_the_reason() {
     let with = |f: &dyn Fn(&mut TrainConfig)| {
         let mut c = copy_config();
         f(&mut c);
-        Trainer::new(c)
-            .err()
-            .map(|e| e.to_string())
-            .unwrap_or_default()
+        Trainer::new(c).err().map(|e| e.to_string()).unwrap_or_default()
     };
     assert!(with(&|c| c.model.heads = 3).contains("heads (3) must divide d_model (32)"));
     assert!(with(&|c| c.model.d_model = 0).contains("d_model must be positive"));
@@ -155,19 +104,10 @@ fn bad_sizes_are_refused_with_the_reason() {
     assert!(with(&|c| c.batch = 0).contains("batch must be positive"));
     assert!(with(&|c| c.lr = -1.0).contains("learning rate must be positive"));
     assert!(with(&|c| c.model.context = 0).contains("context must be positive"));
-    let many: String = (0..300u32)
-        .map(|i| char::from_u32(0x4e00 + i).unwrap())
-        .collect();
-    assert!(with(&|c| c.data = DataSpec::Text { text: many.clone() })
-        .contains("the vocabulary limit is 256"));
-    assert!(with(&|c| c.data = DataSpec::Text {
-        text: String::new()
-    })
-    .contains("empty"));
-    assert!(with(&|c| c.data = DataSpec::Text {
-        text: "hello".into()
-    })
-    .contains("needs at least 34"));
+    let many: String = (0..300u32).map(|i| char::from_u32(0x4e00 + i).unwrap()).collect();
+    assert!(with(&|c| c.data = DataSpec::Text { text: many.clone() }).contains("the vocabulary limit is 256"));
+    assert!(with(&|c| c.data = DataSpec::Text { text: String::new() }).contains("empty"));
+    assert!(with(&|c| c.data = DataSpec::Text { text: "hello".into() }).contains("needs at least 34"));
 }
 
 #[test]
@@ -187,11 +127,7 @@ fn non_finite_loss_stops_and_keeps_the_last_good_weights() {
         match t.step() {
             Ok(_) => {}
             Err(e) => {
-                assert_eq!(
-                    t.model().params,
-                    before,
-                    "a failed step must not touch the weights"
-                );
+                assert_eq!(t.model().params, before, "a failed step must not touch the weights");
                 err = Some(e);
                 break;
             }

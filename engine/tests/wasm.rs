@@ -9,10 +9,7 @@ wasm_bindgen_test_configure!(run_in_browser);
 
 #[wasm_bindgen_test]
 fn trains_a_few_steps_and_the_loss_falls() {
-    let cfg = TrainConfig {
-        steps: 30,
-        ..TrainConfig::browser_default()
-    };
+    let cfg = TrainConfig { steps: 30, ..TrainConfig::browser_default() };
     let mut t = Trainer::new(cfg).unwrap();
     let before = t.evaluate().unwrap();
     let losses: Vec<f32> = (0..30).map(|_| t.step().unwrap().loss).collect();
@@ -23,15 +20,10 @@ fn trains_a_few_steps_and_the_loss_falls() {
 
 #[wasm_bindgen_test]
 fn same_seed_is_bit_identical_in_the_browser() {
-    let cfg = TrainConfig {
-        steps: 5,
-        ..TrainConfig::browser_default()
-    };
+    let cfg = TrainConfig { steps: 5, ..TrainConfig::browser_default() };
     let run = || {
         let mut t = Trainer::new(cfg.clone()).unwrap();
-        (0..5)
-            .map(|_| t.step().unwrap().loss.to_bits())
-            .collect::<Vec<_>>()
+        (0..5).map(|_| t.step().unwrap().loss.to_bits()).collect::<Vec<_>>()
     };
     assert_eq!(run(), run());
 }

@@ -22,9 +22,7 @@ const SINGULAR: Number = Number {
 
 const PLURAL: Number = Number {
     dets: &["the", "some", "two", "many"],
-    nouns: &[
-        "cats", "dogs", "birds", "children", "teachers", "robots", "foxes",
-    ],
+    nouns: &["cats", "dogs", "birds", "children", "teachers", "robots", "foxes"],
     intransitive: &["run", "sleep", "sing", "wait", "laugh"],
     transitive: &["see", "like", "follow", "know", "help"],
 };

@@ -32,32 +32,21 @@ pub struct Generated {
 
 impl Hierarchy {
     pub fn new(rng: &mut R) -> Self {
-        let chunks = (0..MID)
-            .map(|_| std::array::from_fn(|_| rng.random_range(0..TOKENS as u32)))
-            .collect();
+        let chunks = (0..MID).map(|_| std::array::from_fn(|_| rng.random_range(0..TOKENS as u32))).collect();
         let all: Vec<usize> = (0..MID).collect();
-        let children = (0..TOP)
-            .map(|_| all.choose_multiple(rng, MIDS_PER_TOP).copied().collect())
-            .collect();
+        let children = (0..TOP).map(|_| all.choose_multiple(rng, MIDS_PER_TOP).copied().collect()).collect();
         Hierarchy { chunks, children }
     }
 
     pub fn generate(&self, rng: &mut R, len: usize) -> Generated {
-        let mut g = Generated {
-            tokens: Vec::with_capacity(len + 32),
-            chunk_of: Vec::with_capacity(len + 32),
-        };
+        let mut g = Generated { tokens: Vec::with_capacity(len + 32), chunk_of: Vec::with_capacity(len + 32) };
         let mut occurrence = 0u32;
         while g.tokens.len() < len {
             let top = rng.random_range(0..TOP);
             for _ in 0..CHUNKS_PER_SENTENCE {
                 let mid = *self.children[top].choose(rng).expect("non-empty");
                 for &tok in &self.chunks[mid] {
-                    let tok = if rng.random_bool(NOISE) {
-                        rng.random_range(0..TOKENS as u32)
-                    } else {
-                        tok
-                    };
+                    let tok = if rng.random_bool(NOISE) { rng.random_range(0..TOKENS as u32) } else { tok };
                     g.tokens.push(tok);
                     g.chunk_of.push(occurrence);
                 }
@@ -73,10 +62,6 @@ impl Hierarchy {
     /// Display symbols: letters for tokens, '|' for the separator.
     pub fn symbols() -> Vec<String> {
         let letters = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcde";
-        letters
-            .chars()
-            .map(String::from)
-            .chain(std::iter::once("|".to_string()))
-            .collect()
+        letters.chars().map(String::from).chain(std::iter::once("|".to_string())).collect()
     }
 }

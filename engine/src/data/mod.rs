@@ -58,10 +58,7 @@ impl Dataset {
             DataSpec::Hierarchy => {
                 let h = hierarchy::Hierarchy::new(&mut gen);
                 let g = h.generate(&mut gen, HIERARCHY_TOKENS);
-                (
-                    hierarchy::Hierarchy::symbols(),
-                    split_stream(g.tokens, context)?,
-                )
+                (hierarchy::Hierarchy::symbols(), split_stream(g.tokens, context)?)
             }
             DataSpec::Text { text } => {
                 let (symbols, ids) = text::encode(text)?;
@@ -85,13 +82,7 @@ impl Dataset {
                 symbols.len()
             )));
         }
-        Ok(Dataset {
-            name: spec.name().to_string(),
-            symbols,
-            source,
-            context,
-            seed,
-        })
+        Ok(Dataset { name: spec.name().to_string(), symbols, source, context, seed })
     }
 
     pub fn vocab_size(&self) -> usize {
@@ -130,12 +121,7 @@ impl Dataset {
                 let mut pairs = Vec::new();
                 for _ in 0..task_rows {
                     task.sample(&mut r, &mut tok, &mut tgt);
-                    pairs.extend(
-                        tok.iter()
-                            .zip(&tgt)
-                            .filter(|p| *p.1 != crate::loss::IGNORE)
-                            .map(|(&a, &b)| (a, b)),
-                    );
+                    pairs.extend(tok.iter().zip(&tgt).filter(|p| *p.1 != crate::loss::IGNORE).map(|(&a, &b)| (a, b)));
                 }
                 pairs
             }
@@ -144,10 +130,7 @@ impl Dataset {
 
     /// The text of a token sequence.
     pub fn decode(&self, ids: &[u32]) -> String {
-        ids.iter()
-            .filter_map(|&i| self.symbols.get(i as usize))
-            .map(String::as_str)
-            .collect()
+        ids.iter().filter_map(|&i| self.symbols.get(i as usize)).map(String::as_str).collect()
     }
 }
 
@@ -165,10 +148,7 @@ fn split_stream(ids: Vec<u32>, context: usize) -> Result<Source> {
     let cut = ids.len() - val_len;
     // Windows need start < len - T, so each split needs at least T + 1 tokens.
     let (train, val) = ids.split_at(cut.max(context + 1));
-    Ok(Source::Stream {
-        train: train.to_vec(),
-        val: val.to_vec(),
-    })
+    Ok(Source::Stream { train: train.to_vec(), val: val.to_vec() })
 }
 
 #[cfg(test)]
@@ -184,12 +164,7 @@ mod tests {
             d.batch(Split::Train, 0, &mut tok, &mut tgt);
             assert!(tok.iter().all(|&x| (x as usize) < d.vocab_size()), "{name}");
             assert!(tgt.iter().any(|&x| x != IGNORE), "{name}");
-            assert!(
-                tgt.iter()
-                    .filter(|&&x| x != IGNORE)
-                    .all(|&x| (x as usize) < d.vocab_size()),
-                "{name}"
-            );
+            assert!(tgt.iter().filter(|&&x| x != IGNORE).all(|&x| (x as usize) < d.vocab_size()), "{name}");
         }
     }
 
@@ -206,19 +181,9 @@ mod tests {
 
     #[test]
     fn short_text_is_a_clear_error() {
-        let err = Dataset::new(&DataSpec::Text { text: "abc".into() }, 8, 0)
-            .unwrap_err()
-            .to_string();
+        let err = Dataset::new(&DataSpec::Text { text: "abc".into() }, 8, 0).unwrap_err().to_string();
         assert!(err.contains("needs at least 18"), "{err}");
-        let err = Dataset::new(
-            &DataSpec::Text {
-                text: String::new(),
-            },
-            8,
-            0,
-        )
-        .unwrap_err()
-        .to_string();
+        let err = Dataset::new(&DataSpec::Text { text: String::new() }, 8, 0).unwrap_err().to_string();
         assert!(err.contains("empty"), "{err}");
     }
 

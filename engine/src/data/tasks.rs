@@ -34,14 +34,8 @@ impl Task {
 
     pub fn symbols(self) -> Vec<String> {
         match self {
-            Task::Modadd => (0..MODULUS)
-                .map(|i| i.to_string())
-                .chain(["=".to_string()])
-                .collect(),
-            _ => (0..DIGITS)
-                .map(|i| i.to_string())
-                .chain([">".to_string(), ".".to_string()])
-                .collect(),
+            Task::Modadd => (0..MODULUS).map(|i| i.to_string()).chain(["=".to_string()]).collect(),
+            _ => (0..DIGITS).map(|i| i.to_string()).chain([">".to_string(), ".".to_string()]).collect(),
         }
     }
 

@@ -6,9 +6,7 @@ use crate::error::{Error, Result};
 /// (symbols, token ids) of `text`.
 pub fn encode(text: &str) -> Result<(Vec<String>, Vec<u32>)> {
     if text.is_empty() {
-        return Err(Error::Data(
-            "the text is empty; give at least a few sentences".into(),
-        ));
+        return Err(Error::Data("the text is empty; give at least a few sentences".into()));
     }
     let mut chars: Vec<char> = text.chars().collect();
     chars.sort_unstable();
@@ -19,9 +17,6 @@ pub fn encode(text: &str) -> Result<(Vec<String>, Vec<u32>)> {
             chars.len()
         )));
     }
-    let ids = text
-        .chars()
-        .map(|ch| chars.binary_search(&ch).expect("char in vocabulary") as u32)
-        .collect();
+    let ids = text.chars().map(|ch| chars.binary_search(&ch).expect("char in vocabulary") as u32).collect();
     Ok((chars.into_iter().map(String::from).collect(), ids))
 }

@@ -15,15 +15,7 @@ pub struct Adam {
 
 impl Adam {
     pub fn new(beta1: f32, beta2: f32, eps: f32, weight_decay: f32, n: usize) -> Self {
-        Adam {
-            beta1,
-            beta2,
-            eps,
-            weight_decay,
-            m: vec![0.0; n],
-            v: vec![0.0; n],
-            t: 0,
-        }
+        Adam { beta1, beta2, eps, weight_decay, m: vec![0.0; n], v: vec![0.0; n], t: 0 }
     }
 
     pub fn step(&mut self, params: &mut [f32], grads: &[f32], layout: &Layout, lr: f32) {
@@ -31,11 +23,7 @@ impl Adam {
         let c1 = 1.0 - self.beta1.powi(self.t as i32);
         let c2 = 1.0 - self.beta2.powi(self.t as i32);
         for info in &layout.tensors {
-            let decay = if info.is_matrix() {
-                self.weight_decay
-            } else {
-                0.0
-            };
+            let decay = if info.is_matrix() { self.weight_decay } else { 0.0 };
             self.update_range(params, grads, info.range(), lr, decay, c1, c2);
         }
     }
@@ -53,11 +41,8 @@ impl Adam {
         c2: f32,
     ) {
         let (b1, b2, eps) = (self.beta1, self.beta2, self.eps);
-        for (((p, &g), m), v) in params[r.clone()]
-            .iter_mut()
-            .zip(&grads[r.clone()])
-            .zip(&mut self.m[r.clone()])
-            .zip(&mut self.v[r])
+        for (((p, &g), m), v) in
+            params[r.clone()].iter_mut().zip(&grads[r.clone()]).zip(&mut self.m[r.clone()]).zip(&mut self.v[r])
         {
             *m = b1 * *m + (1.0 - b1) * g;
             *v = b2 * *v + (1.0 - b2) * g * g;

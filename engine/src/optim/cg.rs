@@ -48,7 +48,8 @@ pub fn solve<S: Scalar>(
     // |b| measures the residual when starting warm, so the criterion means the same either way.
     let r0 = dot(b, b).to_f64().unwrap_or(f64::NAN).max(f64::MIN_POSITIVE);
     let mut rr = dot(r, r);
-    let mut out = CgOutcome { iterations: 0, rel_residual: (rr.to_f64().unwrap_or(f64::NAN) / r0).sqrt(), diverged: false };
+    let mut out =
+        CgOutcome { iterations: 0, rel_residual: (rr.to_f64().unwrap_or(f64::NAN) / r0).sqrt(), diverged: false };
     while out.iterations < max_iters && out.rel_residual * out.rel_residual >= tol {
         apply(p, ap);
         let pap = dot(p, ap);

@@ -2,11 +2,7 @@
 
 /// The global L2 norm of `grads`, accumulated in f64 so large models do not lose precision.
 pub fn global_norm(grads: &[f32]) -> f32 {
-    grads
-        .iter()
-        .map(|&g| (g as f64) * (g as f64))
-        .sum::<f64>()
-        .sqrt() as f32
+    grads.iter().map(|&g| (g as f64) * (g as f64)).sum::<f64>().sqrt() as f32
 }
 
 /// Scales `grads` so their norm is at most `max_norm` (0 = off); returns the norm before clipping.

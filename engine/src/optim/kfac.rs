@@ -14,13 +14,24 @@ pub fn damped_inverse(m: &[f32], dim: usize, shift: f64) -> Result<Vec<f32>> {
     }
     let inv = dense
         .cholesky()
-        .ok_or_else(|| Error::NonFinite { what: format!("K-FAC factor ({dim}x{dim}) is not positive definite"), step: 0 })?
+        .ok_or_else(|| Error::NonFinite {
+            what: format!("K-FAC factor ({dim}x{dim}) is not positive definite"),
+            step: 0,
+        })?
         .inverse();
     Ok((0..dim * dim).map(|k| inv[(k / dim, k % dim)] as f32).collect())
 }
 
 /// `out = g_inv grad a_inv` for grad (dout, din1); `tmp` is (dout, din1).
-pub fn precondition(out: &mut [f32], tmp: &mut [f32], grad: &[f32], g_inv: &[f32], a_inv: &[f32], dout: usize, din1: usize) {
+pub fn precondition(
+    out: &mut [f32],
+    tmp: &mut [f32],
+    grad: &[f32],
+    g_inv: &[f32],
+    a_inv: &[f32],
+    dout: usize,
+    din1: usize,
+) {
     gemm(1.0, MatRef::new(g_inv, dout, dout), MatRef::new(grad, dout, din1), 0.0, MatMut::new(tmp, dout, din1));
     gemm(1.0, MatRef::new(&*tmp, dout, din1), MatRef::new(a_inv, din1, din1), 0.0, MatMut::new(out, dout, din1));
 }
@@ -35,7 +46,13 @@ mod tests {
         // A random symmetric PSD matrix B B^T / dim.
         let b: Vec<f32> = (0..dim * dim).map(|i| ((i * 37 % 11) as f32 - 5.0) / 5.0).collect();
         let mut m = vec![0.0f32; dim * dim];
-        gemm(1.0 / dim as f32, MatRef::new(&b, dim, dim), MatRef::new(&b, dim, dim).t(), 0.0, MatMut::new(&mut m, dim, dim));
+        gemm(
+            1.0 / dim as f32,
+            MatRef::new(&b, dim, dim),
+            MatRef::new(&b, dim, dim).t(),
+            0.0,
+            MatMut::new(&mut m, dim, dim),
+        );
         let inv = damped_inverse(&m, dim, 0.1).unwrap();
         let dense = DMatrix::<f64>::from_fn(dim, dim, |i, j| m[i * dim + j] as f64 + if i == j { 0.1 } else { 0.0 });
         let want = dense.try_inverse().unwrap();

@@ -24,7 +24,9 @@ impl std::str::FromStr for Product {
             "factors" => Ok(Product::Factors),
             "matrix-free" | "matrix_free" => Ok(Product::MatrixFree),
             "exact-fisher" | "exact_fisher" | "fisher" => Ok(Product::ExactFisher),
-            _ => Err(crate::Error::Config(format!("unknown CG product {s:?}; use factors, matrix-free or exact-fisher"))),
+            _ => {
+                Err(crate::Error::Config(format!("unknown CG product {s:?}; use factors, matrix-free or exact-fisher")))
+            }
         }
     }
 }
@@ -62,7 +64,14 @@ impl<S: Scalar> Scratch<S> {
 }
 
 /// `out = F x + lambda x` for the chosen product.
-pub fn apply<S: Scalar>(product: Product, out: &mut [S], x: &[S], op: &Operands<S>, lambda: S, scratch: &mut Scratch<S>) {
+pub fn apply<S: Scalar>(
+    product: Product,
+    out: &mut [S],
+    x: &[S],
+    op: &Operands<S>,
+    lambda: S,
+    scratch: &mut Scratch<S>,
+) {
     let (o, d, n) = (op.dout, op.din1, op.n);
     let xm = MatRef::new(x, o, d);
     match product {
@@ -101,7 +110,13 @@ pub fn apply<S: Scalar>(product: Product, out: &mut [S], x: &[S], op: &Operands<
                     *dst = s * src;
                 }
             }
-            gemm(S::one(), MatRef::new(op.g_batch, n, o).t(), MatRef::new(&*gx, n, d), S::zero(), MatMut::new(out, o, d));
+            gemm(
+                S::one(),
+                MatRef::new(op.g_batch, n, o).t(),
+                MatRef::new(&*gx, n, d),
+                S::zero(),
+                MatMut::new(out, o, d),
+            );
         }
     }
     out.iter_mut().zip(x).for_each(|(y, &xv)| *y += lambda * xv);

@@ -27,19 +27,32 @@ pub enum Optimizer {
 impl Optimizer {
     pub fn new(cfg: &OptimizerConfig, model: &Model<f32>) -> Self {
         match cfg {
-            &OptimizerConfig::Sgd { momentum, weight_decay } => Optimizer::Sgd(sgd::Sgd::new(momentum, weight_decay, model.num_params())),
+            &OptimizerConfig::Sgd { momentum, weight_decay } => {
+                Optimizer::Sgd(sgd::Sgd::new(momentum, weight_decay, model.num_params()))
+            }
             &OptimizerConfig::Adam { beta1, beta2, eps, weight_decay } => {
                 Optimizer::Adam(adam::Adam::new(beta1, beta2, eps, weight_decay, model.num_params()))
             }
-            OptimizerConfig::Kfac(c) => Optimizer::SecondOrder(Box::new(SecondOrder::new(Method::Kfac, c.clone(), model))),
-            OptimizerConfig::CgFac(c) => Optimizer::SecondOrder(Box::new(SecondOrder::new(Method::CgFac, c.clone(), model))),
+            OptimizerConfig::Kfac(c) => {
+                Optimizer::SecondOrder(Box::new(SecondOrder::new(Method::Kfac, c.clone(), model)))
+            }
+            OptimizerConfig::CgFac(c) => {
+                Optimizer::SecondOrder(Box::new(SecondOrder::new(Method::CgFac, c.clone(), model)))
+            }
         }
     }
 
     /// Applies one update with learning rate `lr` (the schedule's `factor` times the base rate)
     /// from the gradients and cache of the last forward/backward. A non-finite update is an error
     /// and changes nothing.
-    pub fn step(&mut self, model: &mut Model<f32>, grads: &Grads<f32>, cache: &Cache<f32>, lr: f32, factor: f32) -> Result<()> {
+    pub fn step(
+        &mut self,
+        model: &mut Model<f32>,
+        grads: &Grads<f32>,
+        cache: &Cache<f32>,
+        lr: f32,
+        factor: f32,
+    ) -> Result<()> {
         match self {
             Optimizer::Sgd(o) => o.step(&mut model.params, &grads.data, &model.layout, lr),
             Optimizer::Adam(o) => o.step(&mut model.params, &grads.data, &model.layout, lr),
@@ -71,9 +84,14 @@ impl Optimizer {
 
     pub fn load_state(&mut self, mut tensors: HashMap<String, Vec<f32>>) -> Result<()> {
         let mut take = |name: &str, len: usize| -> Result<Vec<f32>> {
-            let t = tensors.remove(name).ok_or_else(|| Error::Checkpoint(format!("optimizer state {name:?} is missing")))?;
+            let t = tensors
+                .remove(name)
+                .ok_or_else(|| Error::Checkpoint(format!("optimizer state {name:?} is missing")))?;
             if t.len() != len {
-                return Err(Error::Checkpoint(format!("optimizer state {name:?} has {} values, expected {len}", t.len())));
+                return Err(Error::Checkpoint(format!(
+                    "optimizer state {name:?} has {} values, expected {len}",
+                    t.len()
+                )));
             }
             Ok(t)
         };

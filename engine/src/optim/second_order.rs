@@ -114,6 +114,29 @@ pub struct Diagnostics {
     pub precond_ms: Option<f64>,
 }
 
+/// `A <- keep A + (1 - keep) a~^T a~ / N` with `a~ = [a, 1]`, assembled from `a^T a` and the column
+/// sums of `a`: the GEMM then runs on din (often a multiple of the SIMD width), not din + 1.
+fn update_a_factor(a_factor: &mut [f32], aa: &mut [f32], a: &[f32], n: usize, din: usize, keep: f32) {
+    let (aa, mean) = aa[..din * din + din].split_at_mut(din * din);
+    let am = MatRef::new(a, n, din);
+    gemm(1.0 / n as f32, am.t(), am, 0.0, MatMut::new(aa, din, din));
+    mean.fill(0.0);
+    for row in a.chunks_exact(din) {
+        mean.iter_mut().zip(row).for_each(|(m, &x)| *m += x);
+    }
+    mean.iter_mut().for_each(|m| *m /= n as f32);
+    let din1 = din + 1;
+    let blend = |old: &mut f32, new: f32| *old = keep * *old + (1.0 - keep) * new;
+    for i in 0..din {
+        for j in 0..din {
+            blend(&mut a_factor[i * din1 + j], aa[i * din + j]);
+        }
+        blend(&mut a_factor[i * din1 + din], mean[i]);
+        blend(&mut a_factor[din * din1 + i], mean[i]);
+    }
+    blend(&mut a_factor[din * din1 + din], 1.0);
+}
+
 struct Layer {
     a: Vec<f32>,
     g: Vec<f32>,
@@ -135,6 +158,8 @@ pub struct SecondOrder {
     t: u64,
     a1: Vec<f32>,
     g1: Vec<f32>,
+    /// Scratch for the input Gram matrix (din, din) and the input means (din).
+    aa: Vec<f32>,
     grad: Vec<f32>,
     scratch: Scratch<f32>,
     work: CgWork<f32>,
@@ -168,6 +193,7 @@ impl SecondOrder {
             t: 0,
             a1: Vec::new(),
             g1: Vec::new(),
+            aa: Vec::new(),
             grad: Vec::new(),
             scratch: Scratch::new(0, 0, 0),
             work: CgWork::new(0),
@@ -182,13 +208,21 @@ impl SecondOrder {
         if self.a1.len() != n * max_din1 {
             self.a1 = vec![0.0; n * max_din1];
             self.g1 = vec![0.0; n * max_dout];
+            self.aa = vec![0.0; max_din1 * max_din1];
             self.grad = vec![0.0; max_dout * max_din1];
             self.scratch = Scratch::new(n, max_dout, max_din1);
             self.work = CgWork::new(max_dout * max_din1);
         }
     }
 
-    pub fn step(&mut self, model: &mut Model<f32>, grads: &Grads<f32>, cache: &Cache<f32>, lr: f32, factor: f32) -> Result<()> {
+    pub fn step(
+        &mut self,
+        model: &mut Model<f32>,
+        grads: &Grads<f32>,
+        cache: &Cache<f32>,
+        lr: f32,
+        factor: f32,
+    ) -> Result<()> {
         #[cfg(not(target_arch = "wasm32"))]
         let start = std::time::Instant::now();
         let n = cache.b * cache.t;
@@ -209,9 +243,10 @@ impl SecondOrder {
             curvature::combined_grad(grad, model, &grads.data, site);
             if uses_factors && refresh_factors {
                 let keep = if first { 0.0 } else { self.cfg.decay };
+                update_a_factor(&mut layer.a, &mut self.aa, site.input(cache), n, site.din, keep);
                 let new = (1.0 - keep) / n as f32;
-                gemm(new, MatRef::new(&*a1, n, din1).t(), MatRef::new(&*a1, n, din1), keep, MatMut::new(&mut layer.a, din1, din1));
-                gemm(new, MatRef::new(&*g1, n, dout).t(), MatRef::new(&*g1, n, dout), keep, MatMut::new(&mut layer.g, dout, dout));
+                let g1m = MatRef::new(&*g1, n, dout);
+                gemm(new, g1m.t(), g1m, keep, MatMut::new(&mut layer.g, dout, dout));
             }
             let mut outcome = CgOutcome::default();
             match self.method {
@@ -228,7 +263,8 @@ impl SecondOrder {
                     if !self.cfg.warm_start {
                         layer.x.fill(0.0);
                     }
-                    let ops = Operands { dout, din1, n, a_factor: &layer.a, g_factor: &layer.g, a_batch: a1, g_batch: g1 };
+                    let ops =
+                        Operands { dout, din1, n, a_factor: &layer.a, g_factor: &layer.g, a_batch: a1, g_batch: g1 };
                     let (product, scratch) = (self.cfg.product, &mut self.scratch);
                     outcome = cg::solve(
                         |v, out| kronecker::apply(product, out, v, &ops, lambda, scratch),
@@ -251,7 +287,11 @@ impl SecondOrder {
         }
         // KL-clip: nu = min(1, sqrt(kappa / (lr^2 <X, grad>))).
         let kappa = self.cfg.kl_clip as f64;
-        let nu = if kappa > 0.0 && x_dot_grad > 0.0 { (kappa / ((lr as f64).powi(2) * x_dot_grad)).sqrt().min(1.0) } else { 1.0 };
+        let nu = if kappa > 0.0 && x_dot_grad > 0.0 {
+            (kappa / ((lr as f64).powi(2) * x_dot_grad)).sqrt().min(1.0)
+        } else {
+            1.0
+        };
         if !nu.is_finite() || !x_dot_grad.is_finite() {
             return Err(Error::NonFinite { what: format!("{:?} update", self.method), step: self.t as usize });
         }
@@ -277,7 +317,15 @@ impl SecondOrder {
         let c2 = 1.0 - self.adam.beta2.powi(self.adam.t as i32);
         for &id in &self.others {
             let decay = if model.layout.tensors[id].is_matrix() { self.cfg.weight_decay } else { 0.0 };
-            self.adam.update_range(&mut model.params, &grads.data, model.layout.tensors[id].range(), adam_lr, decay, c1, c2);
+            self.adam.update_range(
+                &mut model.params,
+                &grads.data,
+                model.layout.tensors[id].range(),
+                adam_lr,
+                decay,
+                c1,
+                c2,
+            );
         }
         #[cfg(not(target_arch = "wasm32"))]
         {
@@ -296,7 +344,14 @@ impl SecondOrder {
             ("adam.t".to_string(), vec![self.adam.t as f32]),
         ];
         for (s, l) in self.sites.iter().zip(&self.layers) {
-            for (what, v) in [("A", &l.a), ("G", &l.g), ("A_inv", &l.a_inv), ("G_inv", &l.g_inv), ("x", &l.x), ("velocity", &l.velocity)] {
+            for (what, v) in [
+                ("A", &l.a),
+                ("G", &l.g),
+                ("A_inv", &l.a_inv),
+                ("G_inv", &l.g_inv),
+                ("x", &l.x),
+                ("velocity", &l.velocity),
+            ] {
                 out.push((format!("so.{}.{what}", s.name), v.clone()));
             }
         }
@@ -310,10 +365,43 @@ impl SecondOrder {
         self.adam.v = take("adam.v", self.adam.v.len())?;
         self.adam.t = take("adam.t", 1)?[0] as u64;
         for (s, l) in self.sites.iter().zip(self.layers.iter_mut()) {
-            for (what, v) in [("A", &mut l.a), ("G", &mut l.g), ("A_inv", &mut l.a_inv), ("G_inv", &mut l.g_inv), ("x", &mut l.x), ("velocity", &mut l.velocity)] {
+            for (what, v) in [
+                ("A", &mut l.a),
+                ("G", &mut l.g),
+                ("A_inv", &mut l.a_inv),
+                ("G_inv", &mut l.g_inv),
+                ("x", &mut l.x),
+                ("velocity", &mut l.velocity),
+            ] {
                 *v = take(&format!("so.{}.{what}", s.name), v.len())?;
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_factor_equals_the_folded_gram_matrix() {
+        let (n, din) = (7, 3);
+        let a: Vec<f32> = (0..n * din).map(|i| ((i * 13 % 9) as f32 - 4.0) / 3.0).collect();
+        let mut a1 = vec![0.0; n * (din + 1)];
+        curvature::fold_bias(&mut a1, &a, din);
+        let mut want = vec![0.0; (din + 1) * (din + 1)];
+        let m = MatRef::new(&a1, n, din + 1);
+        gemm(1.0 / n as f32, m.t(), m, 0.0, MatMut::new(&mut want, din + 1, din + 1));
+        let mut got = vec![5.0; (din + 1) * (din + 1)];
+        let mut aa = vec![0.0; (din + 1) * (din + 1)];
+        update_a_factor(&mut got, &mut aa, &a, n, din, 0.0);
+        for (g, w) in got.iter().zip(&want) {
+            assert!((g - w).abs() < 1e-6, "{got:?} vs {want:?}");
+        }
+        // With decay, the old value keeps its share.
+        let mut blended = vec![1.0; (din + 1) * (din + 1)];
+        update_a_factor(&mut blended, &mut aa, &a, n, din, 0.25);
+        assert!((blended[0] - (0.25 + 0.75 * want[0])).abs() < 1e-6);
     }
 }

@@ -10,26 +10,14 @@ pub struct Sgd {
 
 impl Sgd {
     pub fn new(momentum: f32, weight_decay: f32, n: usize) -> Self {
-        Sgd {
-            momentum,
-            weight_decay,
-            velocity: vec![0.0; n],
-        }
+        Sgd { momentum, weight_decay, velocity: vec![0.0; n] }
     }
 
     pub fn step(&mut self, params: &mut [f32], grads: &[f32], layout: &Layout, lr: f32) {
         for info in &layout.tensors {
-            let decay = if info.is_matrix() {
-                self.weight_decay
-            } else {
-                0.0
-            };
+            let decay = if info.is_matrix() { self.weight_decay } else { 0.0 };
             let r = info.range();
-            for ((p, &g), v) in params[r.clone()]
-                .iter_mut()
-                .zip(&grads[r.clone()])
-                .zip(&mut self.velocity[r])
-            {
+            for ((p, &g), v) in params[r.clone()].iter_mut().zip(&grads[r.clone()]).zip(&mut self.velocity[r]) {
                 *v = self.momentum * *v + g;
                 *p -= lr * (*v + decay * *p);
             }

@@ -35,9 +35,7 @@ impl std::str::FromStr for Scheme {
         match s {
             "em" | "euler-maruyama" => Ok(Scheme::EulerMaruyama),
             "geodesic" | "exp" => Ok(Scheme::Geodesic),
-            _ => Err(Error::Config(format!(
-                "unknown scheme {s:?}; use em or geodesic"
-            ))),
+            _ => Err(Error::Config(format!("unknown scheme {s:?}; use em or geodesic"))),
         }
     }
 }
@@ -87,9 +85,7 @@ fn positive(name: &str, x: f64) -> Result<()> {
     if x.is_finite() && x > 0.0 {
         Ok(())
     } else {
-        Err(Error::Config(format!(
-            "{name} must be a positive number, got {x}"
-        )))
+        Err(Error::Config(format!("{name} must be a positive number, got {x}")))
     }
 }
 
@@ -138,30 +134,16 @@ pub struct Walkers {
 
 impl Walkers {
     /// `walkers` start points drawn uniformly on the sphere (a normalised Gaussian vector).
-    pub fn uniform(
-        process: SphereBm,
-        walkers: usize,
-        dt: f64,
-        scheme: Scheme,
-        seed: u64,
-    ) -> Result<Self> {
+    pub fn uniform(process: SphereBm, walkers: usize, dt: f64, scheme: Scheme, seed: u64) -> Result<Self> {
         check_size(walkers, process.dim)?;
         // Start points come from their own stream, so they do not depend on the scheme or dt.
         let mut r = rng(seed, Stream::Brownian, 1);
-        let points: Vec<f64> = (0..walkers * process.dim)
-            .map(|_| StandardNormal.sample(&mut r))
-            .collect();
+        let points: Vec<f64> = (0..walkers * process.dim).map(|_| StandardNormal.sample(&mut r)).collect();
         Self::from_points(process, &points, dt, scheme, seed)
     }
 
     /// Walkers starting at `points` (W, dim), each rescaled onto the sphere of the process's radius.
-    pub fn from_points(
-        process: SphereBm,
-        points: &[f64],
-        dt: f64,
-        scheme: Scheme,
-        seed: u64,
-    ) -> Result<Self> {
+    pub fn from_points(process: SphereBm, points: &[f64], dt: f64, scheme: Scheme, seed: u64) -> Result<Self> {
         process.validate()?;
         positive("dt", dt)?;
         let n = process.dim;
@@ -225,9 +207,7 @@ impl Walkers {
         let scale = (2.0 * self.process.diffusion * self.dt).sqrt();
         for x in self.pos.chunks_exact_mut(n) {
             // Gaussian step of variance 2 D dt per axis, projected onto the tangent plane at x.
-            self.xi
-                .iter_mut()
-                .for_each(|v| *v = StandardNormal.sample(&mut self.rng));
+            self.xi.iter_mut().for_each(|v| *v = StandardNormal.sample(&mut self.rng));
             let along = dot(x, &self.xi) / (r * r);
             for (v, &xj) in self.xi.iter_mut().zip(x.iter()) {
                 *v = scale * (*v - along * xj);
@@ -265,10 +245,7 @@ impl Walkers {
 
     fn cosines(&self) -> impl Iterator<Item = f64> + '_ {
         let (n, r2) = (self.process.dim, self.process.radius.powi(2));
-        self.start
-            .chunks_exact(n)
-            .zip(self.pos.chunks_exact(n))
-            .map(move |(a, b)| dot(a, b) / r2)
+        self.start.chunks_exact(n).zip(self.pos.chunks_exact(n)).map(move |(a, b)| dot(a, b) / r2)
     }
 
     /// E[cos theta], chord MSD and E[P_2(cos theta)] over walkers, with standard errors.
@@ -327,11 +304,7 @@ pub struct SimConfig {
 
 impl SimConfig {
     pub fn process(&self) -> SphereBm {
-        SphereBm {
-            dim: self.dim,
-            radius: self.radius,
-            diffusion: self.diffusion,
-        }
+        SphereBm { dim: self.dim, radius: self.radius, diffusion: self.diffusion }
     }
 }
 
@@ -378,10 +351,7 @@ pub fn simulate(cfg: &SimConfig) -> Result<SimReport> {
         r
     };
     if let Some(&bad) = record.iter().find(|&&s| s == 0 || s > cfg.steps) {
-        return Err(Error::Config(format!(
-            "recording step {bad} is outside 1..={}",
-            cfg.steps
-        )));
+        return Err(Error::Config(format!("recording step {bad} is outside 1..={}", cfg.steps)));
     }
     let mut w = Walkers::uniform(process, cfg.walkers, cfg.dt, cfg.scheme, cfg.seed)?;
     let mut samples = Vec::with_capacity(record.len());
@@ -397,14 +367,7 @@ pub fn simulate(cfg: &SimConfig) -> Result<SimReport> {
             sim,
         });
     }
-    Ok(SimReport {
-        config: SimConfig {
-            record,
-            ..cfg.clone()
-        },
-        rate: process.rate(),
-        samples,
-    })
+    Ok(SimReport { config: SimConfig { record, ..cfg.clone() }, rate: process.rate(), samples })
 }
 
 #[cfg(test)]
@@ -494,11 +457,7 @@ mod tests {
 
     #[test]
     fn closed_forms_have_the_right_limits() {
-        let p = SphereBm {
-            dim: 16,
-            radius: 4.0,
-            diffusion: 1.0,
-        };
+        let p = SphereBm { dim: 16, radius: 4.0, diffusion: 1.0 };
         assert_eq!(p.mean_cos(0.0), 1.0);
         // Short times: MSD ~ 2 (n-1) D t; long times: 2 R^2.
         let t = 1e-6;
@@ -524,11 +483,7 @@ mod tests {
 
     #[test]
     fn walkers_stay_on_the_sphere_and_start_where_asked() {
-        let p = SphereBm {
-            dim: 5,
-            radius: 3.0,
-            diffusion: 2.0,
-        };
+        let p = SphereBm { dim: 5, radius: 3.0, diffusion: 2.0 };
         let start = [1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 2.0, 2.0, 0.0, 1.0];
         for scheme in [Scheme::EulerMaruyama, Scheme::Geodesic] {
             let mut w = Walkers::from_points(p, &start, 0.01, scheme, 3).unwrap();

@@ -1,24 +1,24 @@
 //! `lab`: the Spherewalk engine headless. Every command can print JSON for scripts.
 
+mod args;
+mod race;
+
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
+use args::RunArgs;
 use clap::{Args, Parser, Subcommand};
 use engine::checkpoint::{self, Snapshot};
-use engine::config::{DataSpec, OptimizerConfig, TrainConfig};
+use engine::config::OptimizerConfig;
 use engine::data::Split;
 use engine::model::{Cache, Grads};
 use engine::{Error, Trainer};
 use serde_json::json;
 
 #[derive(Parser)]
-#[command(
-    name = "lab",
-    version,
-    about = "Spherewalk's laboratory on the command line"
-)]
+#[command(name = "lab", version, about = "Spherewalk's laboratory on the command line")]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -44,6 +44,8 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// The same runs for several optimizers: steps and seconds to a target validation loss.
+    Race(race::RaceArgs),
     /// Training-step time at three sizes and matmul GFLOP/s.
     Bench {
         #[arg(long)]
@@ -56,37 +58,12 @@ enum Command {
 
 #[derive(Args)]
 struct TrainArgs {
-    /// A built-in data set (grammar, hierarchy, copy, reverse, sort, modadd) or a path to a .txt file.
-    #[arg(long, default_value = "grammar")]
-    data: String,
     #[arg(long, default_value = "adam")]
     optimizer: String,
-    #[arg(long)]
-    steps: Option<usize>,
     #[arg(long, default_value_t = 0)]
     seed: u64,
-    #[arg(long)]
-    d_model: Option<usize>,
-    #[arg(long)]
-    layers: Option<usize>,
-    #[arg(long)]
-    heads: Option<usize>,
-    #[arg(long)]
-    d_ff: Option<usize>,
-    #[arg(long)]
-    context: Option<usize>,
-    #[arg(long)]
-    batch: Option<usize>,
-    #[arg(long)]
-    lr: Option<f32>,
-    /// gelu, relu or identity.
-    #[arg(long)]
-    activation: Option<String>,
-    /// Bidirectional attention instead of causal.
-    #[arg(long)]
-    bidirectional: bool,
-    #[arg(long)]
-    eval_every: Option<usize>,
+    #[command(flatten)]
+    run: RunArgs,
     /// Save a checkpoint here at the end (and where a non-finite loss stops the run).
     #[arg(long)]
     save: Option<PathBuf>,
@@ -97,68 +74,24 @@ struct TrainArgs {
     json: bool,
 }
 
-fn data_spec(arg: &str) -> Result<DataSpec, Error> {
-    if DataSpec::BUILT_IN.contains(&arg) {
-        return DataSpec::named(arg);
-    }
-    let path = PathBuf::from(arg);
-    if !path.exists() {
-        return DataSpec::named(arg); // gives the "unknown data set" message with the list
-    }
-    let bytes = std::fs::read(&path)?;
-    let text = String::from_utf8(bytes)
-        .map_err(|_| Error::Data(format!("{} is not UTF-8 text", path.display())))?;
-    Ok(DataSpec::Text { text })
-}
-
-fn train_config(a: &TrainArgs) -> Result<TrainConfig, Error> {
-    let mut cfg = TrainConfig {
-        data: data_spec(&a.data)?,
-        optimizer: OptimizerConfig::named(&a.optimizer)?,
-        ..TrainConfig::default()
-    };
-    cfg.lr = a.lr.unwrap_or_else(|| cfg.optimizer.default_lr());
-    cfg.seed = a.seed;
-    cfg.model.seed = a.seed;
-    let m = &mut cfg.model;
-    if let Some(v) = a.d_model {
-        m.d_model = v;
-        m.d_ff = 4 * v;
-    }
-    m.layers = a.layers.unwrap_or(m.layers);
-    m.heads = a.heads.unwrap_or(m.heads);
-    m.d_ff = a.d_ff.unwrap_or(m.d_ff);
-    m.context = a.context.unwrap_or(m.context);
-    m.causal = !a.bidirectional;
-    if let Some(act) = &a.activation {
-        m.activation = act.parse()?;
-    }
-    cfg.batch = a.batch.unwrap_or(cfg.batch);
-    cfg.steps = a.steps.unwrap_or(cfg.steps);
-    cfg.eval_every = a.eval_every.unwrap_or(cfg.eval_every);
-    Ok(cfg)
-}
-
 fn train(a: TrainArgs) -> Result<(), Error> {
     let mut trainer = match &a.resume {
         Some(dir) => {
             let mut snap = Snapshot::load(dir)?;
-            if let Some(s) = a.steps {
+            if let Some(s) = a.run.steps {
                 snap.config.steps = s;
             }
             Trainer::restore(snap)?
         }
-        None => Trainer::new(train_config(&a)?)?,
+        None => Trainer::new(a.run.config(&a.optimizer, a.seed)?)?,
     };
     let cfg = trainer.config().clone();
     let baselines = trainer.baselines();
     let bar = (!a.json && std::io::stderr().is_terminal()).then(|| {
         let bar = indicatif::ProgressBar::new(cfg.steps as u64);
         bar.set_style(
-            indicatif::ProgressStyle::with_template(
-                "{bar:40} {pos}/{len} steps  {msg}  [{elapsed} < {eta}]",
-            )
-            .expect("valid template"),
+            indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} steps  {msg}  [{elapsed} < {eta}]")
+                .expect("valid template"),
         );
         bar.set_position(trainer.step_count() as u64);
         bar
@@ -178,7 +111,13 @@ fn train(a: TrainArgs) -> Result<(), Error> {
         let s = trainer.step_count();
         if s % cfg.eval_every.max(1) == 0 || s == cfg.steps {
             val_loss = trainer.evaluate()?;
-            let line = json!({"step": s, "train_loss": train_loss, "val_loss": val_loss, "elapsed_s": start.elapsed().as_secs_f64()});
+            let line = json!({
+                "step": s,
+                "train_loss": train_loss,
+                "val_loss": val_loss,
+                "elapsed_s": start.elapsed().as_secs_f64(),
+                "preconditioner": trainer.diagnostics().map(summarize),
+            });
             match &bar {
                 Some(b) => b.set_message(format!("train {train_loss:.4}  val {val_loss:.4}")),
                 None if a.json => println!("{line}"),
@@ -227,6 +166,20 @@ fn train(a: TrainArgs) -> Result<(), Error> {
     Ok(())
 }
 
+/// CG iterations and residuals over the layers of the last step, and the running fallback count.
+fn summarize(d: &engine::optim::second_order::Diagnostics) -> serde_json::Value {
+    let n = d.layers.len().max(1) as f64;
+    json!({
+        "mean_cg_iterations": d.layers.iter().map(|l| l.cg.iterations as f64).sum::<f64>() / n,
+        "max_rel_residual": d.layers.iter().map(|l| l.cg.rel_residual).fold(0.0, f64::max),
+        "fallbacks_total": d.fallbacks_total,
+        "damping": d.damping,
+        "kl_scale": d.kl_scale,
+        "precond_ms": d.precond_ms,
+        "layers": d.layers,
+    })
+}
+
 fn gradcheck(as_json: bool) -> Result<(), Error> {
     let cases = engine::gradcheck::check_all()?;
     let max = cases.iter().map(|c| c.max_rel_err).fold(0.0, f64::max);
@@ -234,10 +187,7 @@ fn gradcheck(as_json: bool) -> Result<(), Error> {
         println!("{}", json!({"cases": cases, "max_rel_err": max}));
     } else {
         for c in &cases {
-            println!(
-                "{:?} causal={}: max relative error {:.2e}",
-                c.activation, c.causal, c.max_rel_err
-            );
+            println!("{:?} causal={}: max relative error {:.2e}", c.activation, c.causal, c.max_rel_err);
             for t in &c.tensors {
                 println!("    {:<28} {:.2e}", t.name, t.rel_err);
             }
@@ -245,49 +195,34 @@ fn gradcheck(as_json: bool) -> Result<(), Error> {
         println!("overall max relative error {max:.2e}");
     }
     if max >= 1e-3 {
-        return Err(Error::Config(format!(
-            "gradient check failed: max relative error {max:.2e} >= 1e-3"
-        )));
+        return Err(Error::Config(format!("gradient check failed: max relative error {max:.2e} >= 1e-3")));
     }
     Ok(())
 }
 
-fn eval(
-    dir: PathBuf,
-    data: Option<String>,
-    grads_out: Option<PathBuf>,
-    as_json: bool,
-) -> Result<(), Error> {
+fn eval(dir: PathBuf, data: Option<String>, grads_out: Option<PathBuf>, as_json: bool) -> Result<(), Error> {
     let mut snap = Snapshot::load(&dir)?;
     if let Some(d) = data {
-        snap.config.data = data_spec(&d)?;
+        snap.config.data = args::data_spec(&d)?;
     }
     let trainer = Trainer::restore(snap)?;
     let model = trainer.model();
     let cfg = trainer.config();
     let n = cfg.batch * cfg.model.context;
     let (mut tokens, mut targets) = (vec![0; n], vec![0; n]);
-    trainer
-        .data()
-        .batch(Split::Val, 0, &mut tokens, &mut targets);
+    trainer.data().batch(Split::Val, 0, &mut tokens, &mut targets);
     let mut cache = Cache::new(&model.cfg, cfg.batch);
     let loss = model.forward(&mut cache, &tokens, &targets)?;
     if let Some(path) = &grads_out {
         let mut grads = Grads::new(model, cfg.batch);
         model.backward(&cache, &mut grads);
-        std::fs::write(
-            path,
-            checkpoint::to_safetensors(&checkpoint::named_tensors(&model.layout, &grads.data))?,
-        )?;
+        std::fs::write(path, checkpoint::to_safetensors(&checkpoint::named_tensors(&model.layout, &grads.data))?)?;
     }
     let out = json!({"loss": loss, "tokens": cache.count, "step": trainer.step_count(), "grads": grads_out});
     if as_json {
         println!("{out}");
     } else {
-        println!(
-            "loss {loss:.5} on validation batch 0 ({} scored tokens)",
-            cache.count
-        );
+        println!("loss {loss:.5} on validation batch 0 ({} scored tokens)", cache.count);
     }
     Ok(())
 }
@@ -300,10 +235,7 @@ fn bench(as_json: bool, iters: usize) -> Result<(), Error> {
             steps.push(step_time(s, &opt, iters)?);
         }
     }
-    let matmuls: Vec<_> = MATMUL_SHAPES
-        .iter()
-        .map(|&(m, k, n)| matmul_gflops(m, k, n))
-        .collect();
+    let matmuls: Vec<_> = MATMUL_SHAPES.iter().map(|&(m, k, n)| matmul_gflops(m, k, n)).collect();
     if as_json {
         println!(
             "{}",
@@ -311,15 +243,9 @@ fn bench(as_json: bool, iters: usize) -> Result<(), Error> {
         );
         return Ok(());
     }
-    println!(
-        "{:<8} {:<6} {:>9} {:>10} {:>12}",
-        "size", "optim", "params", "ms/step", "tokens/s"
-    );
+    println!("{:<8} {:<6} {:>9} {:>10} {:>12}", "size", "optim", "params", "ms/step", "tokens/s");
     for r in &steps {
-        println!(
-            "{:<8} {:<6} {:>9} {:>10.2} {:>12.0}",
-            r.size, r.optimizer, r.params, r.ms_per_step, r.tokens_per_s
-        );
+        println!("{:<8} {:<6} {:>9} {:>10.2} {:>12.0}", r.size, r.optimizer, r.params, r.ms_per_step, r.tokens_per_s);
     }
     println!("\n{:>6} {:>6} {:>6} {:>9}", "m", "k", "n", "GFLOP/s");
     for r in &matmuls {
@@ -333,13 +259,9 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Train(a) => train(a),
         Command::Gradcheck { json } => gradcheck(json),
-        Command::Eval {
-            checkpoint,
-            data,
-            grads,
-            json,
-        } => eval(checkpoint, data, grads, json),
+        Command::Eval { checkpoint, data, grads, json } => eval(checkpoint, data, grads, json),
         Command::Bench { json, iters } => bench(json, iters),
+        Command::Race(a) => race::run(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,134 @@
+//! Flags shared by `train` and `race`: the data, the model and the optimizer's settings.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use engine::config::{DataSpec, OptimizerConfig, TrainConfig};
+use engine::optim::kronecker::Product;
+use engine::Error;
+
+#[derive(Args, Clone)]
+pub struct RunArgs {
+    /// A built-in data set (grammar, hierarchy, copy, reverse, sort, modadd) or a path to a .txt file.
+    #[arg(long, default_value = "grammar")]
+    pub data: String,
+    #[arg(long)]
+    pub steps: Option<usize>,
+    #[arg(long)]
+    pub d_model: Option<usize>,
+    #[arg(long)]
+    pub layers: Option<usize>,
+    #[arg(long)]
+    pub heads: Option<usize>,
+    #[arg(long)]
+    pub d_ff: Option<usize>,
+    #[arg(long)]
+    pub context: Option<usize>,
+    #[arg(long)]
+    pub batch: Option<usize>,
+    /// Learning rate (default: the optimizer's swept default).
+    #[arg(long, allow_negative_numbers = true)]
+    pub lr: Option<f32>,
+    /// gelu, relu or identity.
+    #[arg(long)]
+    pub activation: Option<String>,
+    /// Bidirectional attention instead of causal.
+    #[arg(long)]
+    pub bidirectional: bool,
+    #[arg(long)]
+    pub eval_every: Option<usize>,
+    #[command(flatten)]
+    pub second_order: SecondOrderArgs,
+}
+
+/// K-FAC and CG-FAC settings (ignored by SGD and Adam).
+#[derive(Args, Clone)]
+pub struct SecondOrderArgs {
+    /// Damping lambda (> 0).
+    #[arg(long, allow_negative_numbers = true)]
+    pub damping: Option<f32>,
+    /// CG-FAC: maximum CG iterations per layer and step.
+    #[arg(long)]
+    pub cg_iters: Option<usize>,
+    /// CG-FAC: stop when |r|^2/|r0|^2 falls below this, in (0, 1).
+    #[arg(long, allow_negative_numbers = true)]
+    pub cg_tol: Option<f32>,
+    /// CG-FAC: start CG from the previous step's solution.
+    #[arg(long)]
+    pub warm_start: bool,
+    /// CG-FAC curvature product: factors, matrix-free or exact-fisher.
+    #[arg(long)]
+    pub product: Option<Product>,
+    /// Running-average decay of the factors A and G, in [0, 1).
+    #[arg(long, allow_negative_numbers = true)]
+    pub factor_decay: Option<f32>,
+    /// Steps between factor updates.
+    #[arg(long)]
+    pub update_interval: Option<usize>,
+    /// K-FAC: steps between inverse refreshes.
+    #[arg(long)]
+    pub inverse_interval: Option<usize>,
+    /// KL-clip kappa (0 = off).
+    #[arg(long, allow_negative_numbers = true)]
+    pub kl_clip: Option<f32>,
+    /// Momentum of the preconditioned step.
+    #[arg(long, allow_negative_numbers = true)]
+    pub momentum: Option<f32>,
+}
+
+pub fn data_spec(arg: &str) -> Result<DataSpec, Error> {
+    if DataSpec::BUILT_IN.contains(&arg) {
+        return DataSpec::named(arg);
+    }
+    let path = PathBuf::from(arg);
+    if !path.exists() {
+        return DataSpec::named(arg); // the "unknown data set" message lists the built-in names
+    }
+    let bytes = std::fs::read(&path)?;
+    let text = String::from_utf8(bytes).map_err(|_| Error::Data(format!("{} is not UTF-8 text", path.display())))?;
+    Ok(DataSpec::Text { text })
+}
+
+impl RunArgs {
+    /// The run these flags describe, for `optimizer` and `seed`.
+    pub fn config(&self, optimizer: &str, seed: u64) -> Result<TrainConfig, Error> {
+        let mut cfg = TrainConfig {
+            data: data_spec(&self.data)?,
+            optimizer: OptimizerConfig::named(optimizer)?,
+            ..TrainConfig::default()
+        };
+        cfg.lr = self.lr.unwrap_or_else(|| cfg.optimizer.default_lr());
+        cfg.seed = seed;
+        cfg.model.seed = seed;
+        let m = &mut cfg.model;
+        if let Some(v) = self.d_model {
+            m.d_model = v;
+            m.d_ff = 4 * v;
+        }
+        m.layers = self.layers.unwrap_or(m.layers);
+        m.heads = self.heads.unwrap_or(m.heads);
+        m.d_ff = self.d_ff.unwrap_or(m.d_ff);
+        m.context = self.context.unwrap_or(m.context);
+        m.causal = !self.bidirectional;
+        if let Some(act) = &self.activation {
+            m.activation = act.parse()?;
+        }
+        cfg.batch = self.batch.unwrap_or(cfg.batch);
+        cfg.steps = self.steps.unwrap_or(cfg.steps);
+        cfg.eval_every = self.eval_every.unwrap_or(cfg.eval_every);
+        if let Some(so) = cfg.optimizer.second_order_mut() {
+            let a = &self.second_order;
+            so.damping = a.damping.unwrap_or(so.damping);
+            so.max_iters = a.cg_iters.unwrap_or(so.max_iters);
+            so.tol = a.cg_tol.unwrap_or(so.tol);
+            so.warm_start |= a.warm_start;
+            so.product = a.product.unwrap_or(so.product);
+            so.decay = a.factor_decay.unwrap_or(so.decay);
+            so.update_interval = a.update_interval.unwrap_or(so.update_interval);
+            so.inverse_interval = a.inverse_interval.unwrap_or(so.inverse_interval);
+            so.kl_clip = a.kl_clip.unwrap_or(so.kl_clip);
+            so.momentum = a.momentum.unwrap_or(so.momentum);
+        }
+        Ok(cfg)
+    }
+}

@@ -1,0 +1,131 @@
+//! The `lab` command line end to end: JSON outputs have the promised fields and real values, and
+//! bad input exits non-zero with a message.
+#![cfg(not(target_arch = "wasm32"))]
+
+use std::process::Command;
+
+fn lab(args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_lab")).args(args).output().expect("lab runs");
+    (out.status.success(), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
+}
+
+fn last_json(stdout: &str) -> serde_json::Value {
+    serde_json::from_str(stdout.lines().last().expect("output")).expect("JSON line")
+}
+
+const TINY: [&str; 10] = ["--d-model", "16", "--heads", "2", "--layers", "1", "--context", "16", "--batch", "4"];
+
+#[test]
+fn train_json_summary_has_baselines_and_speed() {
+    let mut args = vec!["train", "--data", "grammar", "--steps", "30", "--eval-every", "10", "--json"];
+    args.extend(TINY);
+    let (ok, stdout, stderr) = lab(&args);
+    assert!(ok, "{stderr}");
+    let lines: Vec<_> = stdout.lines().collect();
+    assert_eq!(lines.len(), 4, "three evaluations and a summary:\n{stdout}");
+    let s = last_json(&stdout);
+    for key in ["final_train_loss", "final_val_loss", "unigram_val_loss", "bigram_val_loss", "wall_s", "tokens_per_s"] {
+        assert!(s[key].as_f64().is_some_and(f64::is_finite), "{key} in {s}");
+    }
+    assert_eq!(s["steps"], 30);
+    assert!(s["params"].as_u64().unwrap() > 1000);
+    assert!(s["bigram_val_loss"].as_f64() < s["unigram_val_loss"].as_f64());
+}
+
+#[test]
+fn cgfac_training_reports_its_preconditioner() {
+    let mut args =
+        vec!["train", "--optimizer", "cgfac", "--steps", "10", "--eval-every", "10", "--json", "--cg-iters", "3"];
+    args.extend(TINY);
+    let (ok, stdout, stderr) = lab(&args);
+    assert!(ok, "{stderr}");
+    let eval: serde_json::Value = serde_json::from_str(stdout.lines().next().unwrap()).unwrap();
+    let p = &eval["preconditioner"];
+    assert!(p["mean_cg_iterations"].as_f64().unwrap() <= 3.0);
+    assert!(p["layers"].as_array().unwrap().len() == 7, "{p}");
+}
+
+#[test]
+fn gradcheck_passes_and_reports_every_case() {
+    let (ok, stdout, stderr) = lab(&["gradcheck", "--json"]);
+    assert!(ok, "{stderr}");
+    let s = last_json(&stdout);
+    assert!(s["max_rel_err"].as_f64().unwrap() < 1e-3);
+    assert_eq!(s["cases"].as_array().unwrap().len(), 6);
+}
+
+#[test]
+fn eval_writes_gradients_with_the_weight_names() {
+    let dir = std::env::temp_dir().join(format!("spherewalk-cli-{}", std::process::id()));
+    let ckpt = dir.join("ckpt");
+    let mut args = vec!["train", "--data", "copy", "--steps", "5", "--json", "--save", ckpt.to_str().unwrap()];
+    args.extend(TINY);
+    assert!(lab(&args).0);
+    let grads = dir.join("grads.safetensors");
+    let (ok, stdout, stderr) =
+        lab(&["eval", "--checkpoint", ckpt.to_str().unwrap(), "--grads", grads.to_str().unwrap(), "--json"]);
+    assert!(ok, "{stderr}");
+    assert!(last_json(&stdout)["loss"].as_f64().unwrap() > 0.0);
+    let g = engine::checkpoint::from_safetensors(&std::fs::read(&grads).unwrap(), "grads").unwrap();
+    let w = engine::checkpoint::from_safetensors(&std::fs::read(ckpt.join("model.safetensors")).unwrap(), "w").unwrap();
+    assert_eq!(g.len(), w.len());
+    for (name, (shape, _)) in &w {
+        assert_eq!(&g[name].0, shape, "{name}");
+    }
+    assert!(g["head.weight"].1.iter().any(|&x| x != 0.0));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn race_reports_steps_and_seconds_to_target_per_optimizer() {
+    let dir = std::env::temp_dir().join(format!("spherewalk-race-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let svg = dir.join("race.svg");
+    let mut args = vec![
+        "race",
+        "--optimizers",
+        "adam,kfac",
+        "--steps",
+        "20",
+        "--eval-every",
+        "5",
+        "--seeds",
+        "2",
+        "--target-loss",
+        "2.8",
+        "--json",
+        "--plot",
+        svg.to_str().unwrap(),
+    ];
+    args.extend(TINY);
+    let (ok, stdout, stderr) = lab(&args);
+    assert!(ok, "{stderr}");
+    let s = last_json(&stdout);
+    let opts = s["optimizers"].as_array().unwrap();
+    assert_eq!(opts.len(), 2);
+    for o in opts {
+        assert_eq!(o["runs"].as_array().unwrap().len(), 2);
+        assert_eq!(o["runs"][0]["curve"].as_array().unwrap().len(), 5);
+        assert!(o["summary"]["final_val_loss"][0].as_f64().is_some());
+    }
+    // Same initialisation for everyone: the step-0 validation loss is identical across optimizers.
+    assert_eq!(opts[0]["runs"][0]["curve"][0]["val_loss"], opts[1]["runs"][0]["curve"][0]["val_loss"]);
+    assert!(std::fs::read_to_string(&svg).unwrap().contains("<svg"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn bad_input_exits_with_a_message() {
+    let cases: [(&[&str], &str); 5] = [
+        (&["train", "--data", "nope"], "unknown data set"),
+        (&["train", "--heads", "3"], "must divide d_model"),
+        (&["train", "--optimizer", "cgfac", "--damping", "-1"], "damping must be positive"),
+        (&["train", "--optimizer", "cgfac", "--cg-tol", "2"], "tolerance must be in (0, 1)"),
+        (&["eval", "--checkpoint", "/nonexistent/ckpt"], "cannot read"),
+    ];
+    for (args, want) in cases {
+        let (ok, _, stderr) = lab(args);
+        assert!(!ok, "{args:?} should fail");
+        assert!(stderr.contains(want), "{args:?}: {stderr}");
+    }
+}
