@@ -38,6 +38,8 @@ pub struct StepRow {
     pub params: usize,
     pub ms_per_step: f64,
     pub tokens_per_s: f64,
+    /// This optimizer's step time over Adam's at the same size, measured in the same run.
+    pub vs_adam: f64,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -90,7 +92,22 @@ pub fn step_time(s: &Size, opt: &OptimizerConfig, iters: usize) -> Result<StepRo
         params: model.num_params(),
         ms_per_step: median * 1e3,
         tokens_per_s: n as f64 / median,
+        vs_adam: f64::NAN,
     })
+}
+
+/// Step times of every optimizer at every size, with the ratio to Adam at that size.
+pub fn step_table(iters: usize) -> Result<Vec<StepRow>> {
+    let mut rows = Vec::new();
+    for s in &SIZES {
+        let first = rows.len();
+        for name in ["adam", "sgd", "kfac", "cgfac"] {
+            rows.push(step_time(s, &OptimizerConfig::named(name)?, iters)?);
+        }
+        let adam = rows[first].ms_per_step;
+        rows[first..].iter_mut().for_each(|r| r.vs_adam = r.ms_per_step / adam);
+    }
+    Ok(rows)
 }
 
 /// GFLOP/s of `C = A B` for row-major f32 matrices, best of a few runs.

@@ -18,6 +18,8 @@ pub mod data;
 pub mod embedding;
 pub mod error;
 pub mod gradcheck;
+#[cfg(feature = "gpu")]
+pub mod gpu;
 pub mod layer_norm;
 pub mod linear;
 pub mod loss;

@@ -180,6 +180,26 @@ mod tests {
     }
 
     #[test]
+    fn reverse_sort_and_modadd_answers_are_right() {
+        let (mut tok, mut tgt) = (vec![0; 9], vec![0; 9]);
+        Dataset::new(&DataSpec::Reverse, 9, 2).unwrap().batch(Split::Train, 1, &mut tok, &mut tgt);
+        let rev: Vec<u32> = tok[..4].iter().rev().copied().collect();
+        assert_eq!(&tgt[4..8], &rev[..]);
+        assert_eq!(tgt[8], IGNORE, "the padding after the answer is not scored");
+        Dataset::new(&DataSpec::Sort, 9, 2).unwrap().batch(Split::Train, 1, &mut tok, &mut tgt);
+        let mut sorted = tok[..4].to_vec();
+        sorted.sort_unstable();
+        assert_eq!(&tgt[4..8], &sorted[..]);
+        Dataset::new(&DataSpec::Modadd, 9, 2).unwrap().batch(Split::Train, 1, &mut tok, &mut tgt);
+        // Problems at positions 0..4 and 4..8: "a b = c", c scored at the "=" position.
+        for p in [0, 4] {
+            assert_eq!(tok[p + 2], 23);
+            assert_eq!(tgt[p + 2], (tok[p] + tok[p + 1]) % 23);
+            assert_eq!([tgt[p], tgt[p + 1]], [IGNORE, IGNORE]);
+        }
+    }
+
+    #[test]
     fn short_text_is_a_clear_error() {
         let err = Dataset::new(&DataSpec::Text { text: "abc".into() }, 8, 0).unwrap_err().to_string();
         assert!(err.contains("needs at least 18"), "{err}");

@@ -21,6 +21,16 @@ pub enum Task {
     Modadd,
 }
 
+/// Position `pos` of the (T + 1)-long sequence is an input at `pos` and a target at `pos - 1`.
+fn put(tokens: &mut [u32], targets: &mut [u32], pos: usize, val: u32, scored: bool) {
+    if pos < tokens.len() {
+        tokens[pos] = val;
+    }
+    if pos > 0 {
+        targets[pos - 1] = if scored { val } else { IGNORE };
+    }
+}
+
 impl Task {
     pub fn from_spec(spec: &DataSpec) -> Option<Task> {
         match spec {
@@ -48,39 +58,41 @@ impl Task {
     }
 
     /// Fills one row: `tokens` and `targets` of length T (the sequence is T + 1 long, shifted).
+    /// Writes in place, without allocating: the training step calls this for every row.
     pub fn sample(self, rng: &mut R, tokens: &mut [u32], targets: &mut [u32]) {
         let t = tokens.len();
-        let mut seq = vec![PAD; t + 1];
-        let mut scored = vec![false; t + 1];
         match self {
             Task::Modadd => {
-                // Packed problems "a b = c"; only c is scored.
-                for start in (0..).map(|i| i * 4).take_while(|s| s + 4 <= t + 1) {
+                // Packed problems "a b = c"; only c is scored; a tail too short for a problem is 0s.
+                let problems = (t + 1) / 4;
+                for p in 0..problems {
                     let (a, b) = (rng.random_range(0..MODULUS), rng.random_range(0..MODULUS));
-                    seq[start..start + 4].copy_from_slice(&[a, b, EQUALS, (a + b) % MODULUS]);
-                    scored[start + 3] = true;
+                    for (i, (v, scored)) in [(a, false), (b, false), (EQUALS, false), ((a + b) % MODULUS, true)].into_iter().enumerate() {
+                        put(tokens, targets, 4 * p + i, v, scored);
+                    }
                 }
-                // Any tail shorter than a problem stays EQUALS-free padding; use 0s, unscored.
-                seq.iter_mut().filter(|x| **x == PAD).for_each(|x| *x = 0);
+                (4 * problems..=t).for_each(|pos| put(tokens, targets, pos, 0, false));
             }
             _ => {
                 let m = t / 2;
-                let prompt: Vec<u32> = (0..m).map(|_| rng.random_range(0..DIGITS)).collect();
-                let mut answer = prompt.clone();
-                match self {
-                    Task::Reverse => answer.reverse(),
-                    Task::Sort => answer.sort_unstable(),
-                    _ => {}
+                let mut counts = [0usize; DIGITS as usize];
+                for pos in 0..m {
+                    let d = rng.random_range(0..DIGITS);
+                    counts[d as usize] += 1;
+                    put(tokens, targets, pos, d, false);
                 }
-                seq[..m].copy_from_slice(&prompt);
-                seq[m] = SEP;
-                seq[m + 1..2 * m + 1].copy_from_slice(&answer);
-                scored[m + 1..2 * m + 1].iter_mut().for_each(|s| *s = true);
+                put(tokens, targets, m, SEP, false);
+                let mut sorted = counts.iter().enumerate().flat_map(|(d, &c)| std::iter::repeat_n(d as u32, c));
+                for i in 0..m {
+                    let v = match self {
+                        Task::Copy => tokens[i],
+                        Task::Reverse => tokens[m - 1 - i],
+                        _ => sorted.next().expect("m digits were counted"),
+                    };
+                    put(tokens, targets, m + 1 + i, v, true);
+                }
+                (2 * m + 1..=t).for_each(|pos| put(tokens, targets, pos, PAD, false));
             }
-        }
-        tokens.copy_from_slice(&seq[..t]);
-        for (i, tgt) in targets.iter_mut().enumerate() {
-            *tgt = if scored[i + 1] { seq[i + 1] } else { IGNORE };
         }
     }
 }

@@ -147,7 +147,7 @@ impl Walkers {
         process.validate()?;
         positive("dt", dt)?;
         let n = process.dim;
-        if points.is_empty() || points.len() % n != 0 {
+        if points.is_empty() || !points.len().is_multiple_of(n) {
             return Err(Error::Config(format!(
                 "start points: {} numbers do not make whole points of dimension {n}",
                 points.len()

@@ -59,7 +59,7 @@ fn check_frames<F: AsRef<[f64]>>(frames: &[F], times: &[f64], dim: usize) -> Res
         )));
     }
     let len = frames[0].as_ref().len();
-    if len == 0 || len % dim != 0 {
+    if len == 0 || !len.is_multiple_of(dim) {
         return Err(Error::Data(format!(
             "frame 0 has {len} numbers: not a whole, nonzero number of points of dimension {dim}"
         )));
@@ -67,39 +67,22 @@ fn check_frames<F: AsRef<[f64]>>(frames: &[F], times: &[f64], dim: usize) -> Res
     for (k, f) in frames.iter().enumerate() {
         let f = f.as_ref();
         if f.len() != len {
-            return Err(Error::Data(format!(
-                "frame {k} has {} numbers, frame 0 has {len}",
-                f.len()
-            )));
+            return Err(Error::Data(format!("frame {k} has {} numbers, frame 0 has {len}", f.len())));
         }
-        if let Some(i) = f
-            .chunks_exact(dim)
-            .position(|x| !x.iter().all(|v| v.is_finite()) || dot(x, x) == 0.0)
-        {
-            return Err(Error::Data(format!(
-                "point {i} of frame {k} is zero or not finite"
-            )));
+        if let Some(i) = f.chunks_exact(dim).position(|x| !x.iter().all(|v| v.is_finite()) || dot(x, x) == 0.0) {
+            return Err(Error::Data(format!("point {i} of frame {k} is zero or not finite")));
         }
     }
-    if times.windows(2).any(|w| !(w[1] > w[0])) || !times.iter().all(|t| t.is_finite()) {
-        return Err(Error::Data(format!(
-            "times must be finite and increasing, got {times:?}"
-        )));
+    if times.windows(2).any(|w| w[1] <= w[0]) || !times.iter().all(|t| t.is_finite()) {
+        return Err(Error::Data(format!("times must be finite and increasing, got {times:?}")));
     }
     Ok(len / dim)
 }
 
 /// Least-squares fit of `ln E[cos theta_t] = -rate t` over frames 1.. against frame 0.
-pub fn fit_diffusion<F: AsRef<[f64]>>(
-    frames: &[F],
-    times: &[f64],
-    dim: usize,
-) -> Result<DiffusionFit> {
+pub fn fit_diffusion<F: AsRef<[f64]>>(frames: &[F], times: &[f64], dim: usize) -> Result<DiffusionFit> {
     let points = check_frames(frames, times, dim)?;
-    let norms: Moments = frames
-        .iter()
-        .flat_map(|f| f.as_ref().chunks_exact(dim).map(|x| dot(x, x).sqrt()))
-        .collect();
+    let norms: Moments = frames.iter().flat_map(|f| f.as_ref().chunks_exact(dim).map(|x| dot(x, x).sqrt())).collect();
     let radius = norms.mean();
     let start = frames[0].as_ref();
     let (mut ts, mut mean_cos, mut mean_cos_se, mut used) = (vec![], vec![], vec![], vec![]);
@@ -111,29 +94,17 @@ pub fn fit_diffusion<F: AsRef<[f64]>>(
         mean_cos_se.push(if points > 1 { m.se() } else { 0.0 });
         used.push(m.mean() > 0.0);
     }
-    let pairs: Vec<(f64, f64)> = ts
-        .iter()
-        .zip(&mean_cos)
-        .zip(&used)
-        .filter(|(_, &u)| u)
-        .map(|((&t, &c), _)| (t, c.ln()))
-        .collect();
+    let pairs: Vec<(f64, f64)> =
+        ts.iter().zip(&mean_cos).zip(&used).filter(|(_, &u)| u).map(|((&t, &c), _)| (t, c.ln())).collect();
     if pairs.is_empty() {
-        return Err(Error::Data(
-            "the mean cosine to frame 0 is not positive at any time: no logarithm to fit".into(),
-        ));
+        return Err(Error::Data("the mean cosine to frame 0 is not positive at any time: no logarithm to fit".into()));
     }
     // Slope of y = -rate t through the origin: rate = -sum(t y) / sum(t^2).
-    let rate = -pairs.iter().map(|(t, y)| t * y).sum::<f64>()
-        / pairs.iter().map(|(t, _)| t * t).sum::<f64>();
+    let rate = -pairs.iter().map(|(t, y)| t * y).sum::<f64>() / pairs.iter().map(|(t, _)| t * t).sum::<f64>();
     let y_mean = pairs.iter().map(|(_, y)| y).sum::<f64>() / pairs.len() as f64;
     let ss_res: f64 = pairs.iter().map(|(t, y)| (y + rate * t).powi(2)).sum();
     let ss_tot: f64 = pairs.iter().map(|(_, y)| (y - y_mean).powi(2)).sum();
-    let r_squared = if pairs.len() < 2 {
-        f64::NAN
-    } else {
-        1.0 - ss_res / ss_tot
-    };
+    let r_squared = if pairs.len() < 2 { f64::NAN } else { 1.0 - ss_res / ss_tot };
     Ok(DiffusionFit {
         dim,
         radius,
@@ -173,9 +144,7 @@ pub fn compare_with_brownian<F: AsRef<[f64]>>(
     let dim = fit.dim;
     check_frames(frames, times, dim)?;
     if dim < 2 {
-        return Err(Error::Config(
-            "Brownian motion on a sphere needs dimension at least 2".into(),
-        ));
+        return Err(Error::Config("Brownian motion on a sphere needs dimension at least 2".into()));
     }
     if !(fit.diffusion.is_finite() && fit.diffusion > 0.0) {
         return Err(Error::Data(format!(
@@ -183,11 +152,7 @@ pub fn compare_with_brownian<F: AsRef<[f64]>>(
             fit.diffusion
         )));
     }
-    let process = SphereBm {
-        dim,
-        radius: fit.radius,
-        diffusion: fit.diffusion,
-    };
+    let process = SphereBm { dim, radius: fit.radius, diffusion: fit.diffusion };
     // Small enough for the integrator and for the closest frames; frames are reached in whole
     // steps (rounded), and a budget keeps wildly uneven times from running forever.
     let min_gap = times.windows(2).map(|w| w[1] - w[0]).fold(f64::INFINITY, f64::min);
@@ -225,11 +190,7 @@ mod tests {
 
     /// Frames of walkers diffusing with D from uniform start points, recorded every `every` steps.
     fn diffusing_frames(d: f64, walkers: usize, every: usize, count: usize) -> Vec<Vec<f64>> {
-        let p = SphereBm {
-            dim: 16,
-            radius: 4.0,
-            diffusion: d,
-        };
+        let p = SphereBm { dim: 16, radius: 4.0, diffusion: d };
         let mut w = Walkers::uniform(p, walkers, 0.002, Scheme::EulerMaruyama, 11).unwrap();
         let mut frames = vec![w.positions().to_vec()];
         for _ in 1..count {
@@ -246,11 +207,7 @@ mod tests {
         let times: Vec<f64> = (0..9).map(|k| 0.1 * k as f64).collect();
         let fit = fit_diffusion(&frames, &times, 16).unwrap();
         assert!((fit.radius - 4.0).abs() < 1e-12);
-        assert!(
-            (fit.diffusion - 0.5).abs() < 0.02,
-            "fitted D {} vs 0.5",
-            fit.diffusion
-        );
+        assert!((fit.diffusion - 0.5).abs() < 0.02, "fitted D {} vs 0.5", fit.diffusion);
         assert!(fit.r_squared > 0.995, "R^2 {}", fit.r_squared);
         assert!(fit.used.iter().all(|&u| u));
         for (c, f) in fit.mean_cos.iter().zip(&fit.fitted_cos) {

@@ -19,13 +19,28 @@ pub const ENTROPY_EPS: f64 = 1e-8;
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "status", rename_all = "snake_case")]
 pub enum Validity {
-    Ok { max_row_error: f64 },
+    Ok {
+        max_row_error: f64,
+    },
     /// `len` numbers cannot be a T x T matrix (or T is 0).
-    WrongShape { len: usize, t: usize },
-    NonFinite { row: usize, col: usize },
-    Negative { row: usize, col: usize, value: f64 },
+    WrongShape {
+        len: usize,
+        t: usize,
+    },
+    NonFinite {
+        row: usize,
+        col: usize,
+    },
+    Negative {
+        row: usize,
+        col: usize,
+        value: f64,
+    },
     /// `row` is the row whose sum is farthest from 1.
-    NotStochastic { row: usize, sum: f64 },
+    NotStochastic {
+        row: usize,
+        sum: f64,
+    },
 }
 
 /// Checks entries (finite, non-negative) and row sums (within `tol` of 1).
@@ -40,11 +55,7 @@ pub fn check(p: &[f64], t: usize, tol: f64) -> Validity {
                 return Validity::NonFinite { row: i, col: j };
             }
             if x < 0.0 {
-                return Validity::Negative {
-                    row: i,
-                    col: j,
-                    value: x,
-                };
+                return Validity::Negative { row: i, col: j, value: x };
             }
         }
         let sum: f64 = row.iter().sum();
@@ -53,14 +64,9 @@ pub fn check(p: &[f64], t: usize, tol: f64) -> Validity {
         }
     }
     if (worst.1 - 1.0).abs() > tol {
-        Validity::NotStochastic {
-            row: worst.0,
-            sum: worst.1,
-        }
+        Validity::NotStochastic { row: worst.0, sum: worst.1 }
     } else {
-        Validity::Ok {
-            max_row_error: (worst.1 - 1.0).abs(),
-        }
+        Validity::Ok { max_row_error: (worst.1 - 1.0).abs() }
     }
 }
 
@@ -68,16 +74,15 @@ pub fn check(p: &[f64], t: usize, tol: f64) -> Validity {
 fn require_stochastic(p: &[f64], t: usize) -> Result<f64> {
     match check(p, t, ROW_SUM_TOL) {
         Validity::Ok { max_row_error } => Ok(max_row_error),
-        Validity::WrongShape { len, t } => Err(Error::Data(format!(
-            "expected a {t} x {t} attention matrix ({} numbers), got {len}",
-            t * t
-        ))),
-        Validity::NonFinite { row, col } => Err(Error::Data(format!(
-            "attention matrix has a non-finite entry at ({row}, {col}); not analysed"
-        ))),
-        Validity::Negative { row, col, value } => Err(Error::Data(format!(
-            "attention matrix has a negative entry {value} at ({row}, {col}); not analysed"
-        ))),
+        Validity::WrongShape { len, t } => {
+            Err(Error::Data(format!("expected a {t} x {t} attention matrix ({} numbers), got {len}", t * t)))
+        }
+        Validity::NonFinite { row, col } => {
+            Err(Error::Data(format!("attention matrix has a non-finite entry at ({row}, {col}); not analysed")))
+        }
+        Validity::Negative { row, col, value } => {
+            Err(Error::Data(format!("attention matrix has a negative entry {value} at ({row}, {col}); not analysed")))
+        }
         Validity::NotStochastic { row, sum } => Err(Error::Data(format!(
             "attention matrix is not row-stochastic: row {row} sums to {sum} \
              (tolerance {ROW_SUM_TOL}); not analysed"
@@ -123,15 +128,8 @@ pub fn eigenvalues(p: &[f64], t: usize) -> Result<Vec<Eigenvalue>> {
     }
     let schur = Schur::try_new(matrix(p, t), f64::EPSILON, 10_000 * t.max(1))
         .ok_or_else(|| Error::Data("eigenvalue iteration did not converge".into()))?;
-    let mut eig: Vec<Eigenvalue> = schur
-        .complex_eigenvalues()
-        .iter()
-        .map(|z| Eigenvalue {
-            re: z.re,
-            im: z.im,
-            modulus: z.norm(),
-        })
-        .collect();
+    let mut eig: Vec<Eigenvalue> =
+        schur.complex_eigenvalues().iter().map(|z| Eigenvalue { re: z.re, im: z.im, modulus: z.norm() }).collect();
     eig.sort_by(|a, b| b.modulus.total_cmp(&a.modulus));
     Ok(eig)
 }
@@ -164,9 +162,7 @@ pub fn stationary(p: &[f64], t: usize) -> Option<Vec<f64>> {
 /// Mean over rows of `(P^k)_{i0}`: the probability mass a causal chain has moved to position 0
 /// after k steps, for each k in `ks` (the chain is absorbed there, so this rises to 1).
 pub fn mass_at_origin(p: &[f64], t: usize, ks: &[u32]) -> Vec<f64> {
-    ks.iter()
-        .map(|&k| power(p, t, k).chunks_exact(t).map(|r| r[0]).sum::<f64>() / t as f64)
-        .collect()
+    ks.iter().map(|&k| power(p, t, k).chunks_exact(t).map(|r| r[0]).sum::<f64>() / t as f64).collect()
 }
 
 /// Expected number of steps before a causal chain reaches position 0, from each position
@@ -182,20 +178,14 @@ pub fn absorption_steps(p: &[f64], t: usize) -> Option<Vec<f64>> {
         let row = &p[i * t..(i + 1) * t];
         let rest: f64 = (1..i).map(|j| row[j] * h[j]).sum();
         let leave = 1.0 - row[i];
-        h[i] = if leave > 0.0 {
-            (1.0 + rest) / leave
-        } else {
-            f64::INFINITY
-        };
+        h[i] = if leave > 0.0 { (1.0 + rest) / leave } else { f64::INFINITY };
     }
     Some(h)
 }
 
 /// `H_i = -sum_j P_ij ln(P_ij + 1e-8)` for every row.
 pub fn row_entropy(p: &[f64], t: usize) -> Vec<f64> {
-    p.chunks_exact(t)
-        .map(|row| -row.iter().map(|&x| x * (x + ENTROPY_EPS).ln()).sum::<f64>())
-        .collect()
+    p.chunks_exact(t).map(|row| -row.iter().map(|&x| x * (x + ENTROPY_EPS).ln()).sum::<f64>()).collect()
 }
 
 /// Mean row entropy of uniform causal attention over T positions: `(1/T) sum_{i=1..T} ln i`.
@@ -207,9 +197,7 @@ pub fn uniform_causal_entropy(t: usize) -> f64 {
 /// over the visible positions (j <= i when causal).
 pub fn softmax_attention(q: &[f64], k: &[f64], t: usize, d: usize, causal: bool) -> Vec<f64> {
     let scale = 1.0 / (d as f64).sqrt();
-    row_softmax(t, causal, |i, j| {
-        scale * dot(&q[i * d..(i + 1) * d], &k[j * d..(j + 1) * d])
-    })
+    row_softmax(t, causal, |i, j| scale * dot(&q[i * d..(i + 1) * d], &k[j * d..(j + 1) * d]))
 }
 
 /// The row-normalised Gaussian kernel `exp(-|q_i - k_j|^2 / (2 sqrt d))`, masked like attention.
@@ -250,21 +238,10 @@ pub struct KernelDistance {
 }
 
 /// `TV_i = (1/2) sum_j |P_ij - G_ij|`, G the row-normalised Gaussian kernel of `gaussian_kernel`.
-pub fn kernel_distance(
-    p: &[f64],
-    q: &[f64],
-    k: &[f64],
-    t: usize,
-    d: usize,
-    causal: bool,
-) -> Result<KernelDistance> {
+pub fn kernel_distance(p: &[f64], q: &[f64], k: &[f64], t: usize, d: usize, causal: bool) -> Result<KernelDistance> {
     require_stochastic(p, t)?;
     if d == 0 || q.len() != t * d || k.len() != t * d {
-        return Err(Error::Data(format!(
-            "q and k must be {t} x {d}, got {} and {} numbers",
-            q.len(),
-            k.len()
-        )));
+        return Err(Error::Data(format!("q and k must be {t} x {d}, got {} and {} numbers", q.len(), k.len())));
     }
     let g = gaussian_kernel(q, k, t, d, causal);
     let per_row: Vec<f64> = p
@@ -304,9 +281,8 @@ pub fn analyse(p: &[f64], t: usize, causal: bool) -> Result<MarkovReport> {
     let max_row_error = require_stochastic(p, t)?;
     let eig = eigenvalues(p, t)?;
     let entropy = row_entropy(p, t);
-    let ks: Vec<u32> = std::iter::successors(Some(1u32), |k| Some(k * 2))
-        .take_while(|&k| k as usize <= 2 * t.max(1))
-        .collect();
+    let ks: Vec<u32> =
+        std::iter::successors(Some(1u32), |k| Some(k * 2)).take_while(|&k| k as usize <= 2 * t.max(1)).collect();
     Ok(MarkovReport {
         t,
         causal,
@@ -316,17 +292,9 @@ pub fn analyse(p: &[f64], t: usize, causal: bool) -> Result<MarkovReport> {
         stationary: stationary(p, t),
         mean_entropy: entropy.iter().sum::<f64>() / t as f64,
         entropy,
-        uniform_entropy: if causal {
-            uniform_causal_entropy(t)
-        } else {
-            (t as f64).ln()
-        },
+        uniform_entropy: if causal { uniform_causal_entropy(t) } else { (t as f64).ln() },
         mass_at_origin: ks.iter().copied().zip(mass_at_origin(p, t, &ks)).collect(),
-        absorption_steps: if causal {
-            absorption_steps(p, t)
-        } else {
-            None
-        },
+        absorption_steps: if causal { absorption_steps(p, t) } else { None },
     })
 }
 
@@ -386,8 +354,7 @@ mod tests {
             let harmonic: f64 = (1..=i).map(|j| 1.0 / j as f64).sum();
             assert!((hi - (1.0 + harmonic)).abs() < 1e-12, "h_{i} = {hi}");
         }
-        assert!(absorption_steps(&softmax_attention(&[0.0; 4], &[0.0; 4], 2, 2, false), 2)
-            .is_none());
+        assert!(absorption_steps(&softmax_attention(&[0.0; 4], &[0.0; 4], 2, 2, false), 2).is_none());
     }
 
     #[test]
@@ -420,9 +387,7 @@ mod tests {
         let p = softmax_attention(&u, &u, t, d, false);
         let w: Vec<f64> = (0..t)
             .map(|i| {
-                (0..t)
-                    .map(|j| (dot(&u[i * d..(i + 1) * d], &u[j * d..(j + 1) * d]) / 6f64.sqrt()).exp())
-                    .sum::<f64>()
+                (0..t).map(|j| (dot(&u[i * d..(i + 1) * d], &u[j * d..(j + 1) * d]) / 6f64.sqrt()).exp()).sum::<f64>()
             })
             .collect();
         let total: f64 = w.iter().sum();

@@ -11,4 +11,10 @@
 //! - `stats`: means with standard errors, and the Kolmogorov-Smirnov distance.
 
 pub mod brownian;
+pub mod cache;
+pub mod fit;
+pub mod ito;
+pub mod joma;
+pub mod markov;
+pub mod sphere;
 pub mod stats;

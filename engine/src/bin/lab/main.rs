@@ -2,6 +2,7 @@
 
 mod args;
 mod race;
+mod science;
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -11,7 +12,6 @@ use std::time::Instant;
 use args::RunArgs;
 use clap::{Args, Parser, Subcommand};
 use engine::checkpoint::{self, Snapshot};
-use engine::config::OptimizerConfig;
 use engine::data::Split;
 use engine::model::{Cache, Grads};
 use engine::{Error, Trainer};
@@ -46,6 +46,10 @@ enum Command {
     },
     /// The same runs for several optimizers: steps and seconds to a target validation loss.
     Race(race::RaceArgs),
+    /// Brownian walkers on a sphere against the closed forms for E[cos theta] and MSD.
+    Brownian(science::BrownianArgs),
+    /// JoMA's toy dynamics: attention entropy dips, then rebounds.
+    Joma(science::JomaArgs),
     /// Training-step time at three sizes and matmul GFLOP/s.
     Bench {
         #[arg(long)]
@@ -228,13 +232,8 @@ fn eval(dir: PathBuf, data: Option<String>, grads_out: Option<PathBuf>, as_json:
 }
 
 fn bench(as_json: bool, iters: usize) -> Result<(), Error> {
-    use engine::bench::{matmul_gflops, step_time, MATMUL_SHAPES, SIZES};
-    let mut steps = Vec::new();
-    for s in &SIZES {
-        for opt in [OptimizerConfig::adam(), OptimizerConfig::sgd()] {
-            steps.push(step_time(s, &opt, iters)?);
-        }
-    }
+    use engine::bench::{matmul_gflops, step_table, MATMUL_SHAPES};
+    let steps = step_table(iters)?;
     let matmuls: Vec<_> = MATMUL_SHAPES.iter().map(|&(m, k, n)| matmul_gflops(m, k, n)).collect();
     if as_json {
         println!(
@@ -243,9 +242,12 @@ fn bench(as_json: bool, iters: usize) -> Result<(), Error> {
         );
         return Ok(());
     }
-    println!("{:<8} {:<6} {:>9} {:>10} {:>12}", "size", "optim", "params", "ms/step", "tokens/s");
+    println!("{:<8} {:<6} {:>9} {:>10} {:>12} {:>8}", "size", "optim", "params", "ms/step", "tokens/s", "vs adam");
     for r in &steps {
-        println!("{:<8} {:<6} {:>9} {:>10.2} {:>12.0}", r.size, r.optimizer, r.params, r.ms_per_step, r.tokens_per_s);
+        println!(
+            "{:<8} {:<6} {:>9} {:>10.2} {:>12.0} {:>8.2}",
+            r.size, r.optimizer, r.params, r.ms_per_step, r.tokens_per_s, r.vs_adam
+        );
     }
     println!("\n{:>6} {:>6} {:>6} {:>9}", "m", "k", "n", "GFLOP/s");
     for r in &matmuls {
@@ -262,6 +264,8 @@ fn main() -> ExitCode {
         Command::Eval { checkpoint, data, grads, json } => eval(checkpoint, data, grads, json),
         Command::Bench { json, iters } => bench(json, iters),
         Command::Race(a) => race::run(a),
+        Command::Brownian(a) => science::run_brownian(a),
+        Command::Joma(a) => science::run_joma(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,314 @@
+//! Tokens on the sphere (SCIENCE.md §2). LayerNorm's normalised point `u = (x - mean) / std` has
+//! norm sqrt(d) (with the engine's eps: `sqrt(d var / (var + eps))`, a hair inside). Here: how close
+//! a set of points is to that sphere, how far the affine gain and bias move them off it, and a 3-D
+//! view of a cloud (top principal directions, projected back onto the unit sphere) that stays
+//! oriented from one frame of an animation to the next.
+
+use nalgebra::{DMatrix, SymmetricEigen};
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+
+fn norm(x: &[f64]) -> f64 {
+    x.iter().map(|v| v * v).sum::<f64>().sqrt()
+}
+
+fn check_points(points: &[f64], dim: usize) -> Result<usize> {
+    if dim == 0 || points.is_empty() || !points.len().is_multiple_of(dim) {
+        return Err(Error::Data(format!(
+            "{} numbers are not a nonzero number of points of dimension {dim}",
+            points.len()
+        )));
+    }
+    if let Some(i) = points.iter().position(|v| !v.is_finite()) {
+        return Err(Error::Data(format!("point {} has a non-finite coordinate", i / dim)));
+    }
+    Ok(points.len() / dim)
+}
+
+/// Norms of a set of points against the LayerNorm radius sqrt(d).
+#[derive(Clone, Debug, Serialize)]
+pub struct RadiusStats {
+    pub count: usize,
+    pub dim: usize,
+    /// sqrt(dim).
+    pub target: f64,
+    pub mean: f64,
+    pub min: f64,
+    pub max: f64,
+    /// `max_i | |u_i| - sqrt(d) | / sqrt(d)`.
+    pub max_rel_err: f64,
+}
+
+pub fn radius_stats(points: &[f64], dim: usize) -> Result<RadiusStats> {
+    let count = check_points(points, dim)?;
+    let target = (dim as f64).sqrt();
+    let norms: Vec<f64> = points.chunks_exact(dim).map(norm).collect();
+    Ok(RadiusStats {
+        count,
+        dim,
+        target,
+        mean: norms.iter().sum::<f64>() / count as f64,
+        min: norms.iter().copied().fold(f64::INFINITY, f64::min),
+        max: norms.iter().copied().fold(0.0, f64::max),
+        max_rel_err: norms.iter().map(|r| (r - target).abs() / target).fold(0.0, f64::max),
+    })
+}
+
+/// How LayerNorm's affine map `y = gain ⊙ u + bias` moves sphere points `u`.
+#[derive(Clone, Debug, Serialize)]
+pub struct AffineDrift {
+    pub mean_radius: f64,
+    /// Mean and max of `| |y| - sqrt(d) | / sqrt(d)`: radial distance off the sphere, relative.
+    pub mean_rel_offset: f64,
+    pub max_rel_offset: f64,
+    /// Mean angle (radians) between u and y: how much the map turns directions.
+    pub mean_angle: f64,
+}
+
+pub fn affine_drift(u: &[f64], gain: &[f64], bias: &[f64], dim: usize) -> Result<AffineDrift> {
+    let count = check_points(u, dim)?;
+    if gain.len() != dim || bias.len() != dim {
+        return Err(Error::Data(format!(
+            "gain and bias must have {dim} entries, got {} and {}",
+            gain.len(),
+            bias.len()
+        )));
+    }
+    let target = (dim as f64).sqrt();
+    let (mut radius, mut offset, mut max_offset, mut angle) = (0.0, 0.0, 0.0f64, 0.0);
+    let mut y = vec![0.0; dim];
+    for x in u.chunks_exact(dim) {
+        for j in 0..dim {
+            y[j] = gain[j] * x[j] + bias[j];
+        }
+        let (ny, nx) = (norm(&y), norm(x));
+        let rel = (ny - target).abs() / target;
+        radius += ny;
+        offset += rel;
+        max_offset = max_offset.max(rel);
+        let cos = x.iter().zip(&y).map(|(a, b)| a * b).sum::<f64>() / (nx * ny);
+        // A zero vector on either side has no direction: count it as a right angle.
+        angle += if cos.is_finite() { cos.clamp(-1.0, 1.0).acos() } else { std::f64::consts::FRAC_PI_2 };
+    }
+    let n = count as f64;
+    Ok(AffineDrift {
+        mean_radius: radius / n,
+        mean_rel_offset: offset / n,
+        max_rel_offset: max_offset,
+        mean_angle: angle / n,
+    })
+}
+
+/// A 3-D view of a point cloud: its top three principal directions (of the second moment about the
+/// origin, not the mean: the sphere is centred at the origin, and directions from it are what the
+/// view shows), each point projected on them and rescaled to the unit sphere.
+#[derive(Clone, Debug, Serialize)]
+pub struct Projection3 {
+    pub dim: usize,
+    /// (3, dim) row-major unit vectors; pass them to the next frame's call as `previous`.
+    pub components: Vec<f64>,
+    /// Fraction of the second moment along each component.
+    pub explained: [f64; 3],
+    /// One unit vector per point (the origin for a point orthogonal to all three directions).
+    pub points: Vec<[f64; 3]>,
+}
+
+/// Projects `points` (N, dim) to the unit sphere in 3-D. With `previous` (the last frame's
+/// components), directions are matched to the previous ones (order and sign) so an animation does
+/// not jump when eigenvalues cross or an eigenvector's arbitrary sign changes; without it, each
+/// direction's largest-magnitude entry is made positive.
+pub fn project3(points: &[f64], dim: usize, previous: Option<&[f64]>) -> Result<Projection3> {
+    let count = check_points(points, dim)?;
+    if dim < 3 {
+        return Err(Error::Data(format!("a 3-D view needs dimension at least 3, got {dim}")));
+    }
+    if previous.is_some_and(|p| p.len() != 3 * dim) {
+        return Err(Error::Data(format!("previous components must be 3 x {dim} numbers")));
+    }
+    let x = DMatrix::from_row_slice(count, dim, points);
+    let moment = x.transpose() * &x / count as f64;
+    let trace = moment.trace();
+    let eig = SymmetricEigen::new(moment);
+    let mut order: Vec<usize> = (0..dim).collect();
+    order.sort_by(|&a, &b| eig.eigenvalues[b].total_cmp(&eig.eigenvalues[a]));
+    let mut comps: Vec<Vec<f64>> =
+        order[..3].iter().map(|&i| eig.eigenvectors.column(i).iter().copied().collect()).collect();
+    let mut values: Vec<f64> = order[..3].iter().map(|&i| eig.eigenvalues[i]).collect();
+    match previous {
+        Some(prev) => align(&mut comps, &mut values, prev, dim),
+        None => {
+            for c in comps.iter_mut() {
+                let big = c.iter().copied().fold(0.0, |m: f64, v| if v.abs() > m.abs() { v } else { m });
+                if big < 0.0 {
+                    c.iter_mut().for_each(|v| *v = -*v);
+                }
+            }
+        }
+    }
+    let projected = points
+        .chunks_exact(dim)
+        .map(|p| {
+            let mut y = [0.0; 3];
+            for (yi, c) in y.iter_mut().zip(&comps) {
+                *yi = c.iter().zip(p).map(|(a, b)| a * b).sum();
+            }
+            let n = norm(&y);
+            if n > 0.0 {
+                y.iter_mut().for_each(|v| *v /= n);
+            }
+            y
+        })
+        .collect();
+    let frac = |v: f64| if trace > 0.0 { v / trace } else { 0.0 };
+    Ok(Projection3 {
+        dim,
+        components: comps.concat(),
+        explained: [frac(values[0]), frac(values[1]), frac(values[2])],
+        points: projected,
+    })
+}
+
+/// Reorders (the permutation of three with the largest total |overlap|) and flips the new
+/// components to follow the previous frame's.
+fn align(comps: &mut Vec<Vec<f64>>, values: &mut Vec<f64>, prev: &[f64], dim: usize) {
+    let overlap = |i: usize, c: &[f64]| -> f64 { prev[i * dim..(i + 1) * dim].iter().zip(c).map(|(a, b)| a * b).sum() };
+    const PERMS: [[usize; 3]; 6] = [[0, 1, 2], [0, 2, 1], [1, 0, 2], [1, 2, 0], [2, 0, 1], [2, 1, 0]];
+    let score = |p: &[usize; 3]| (0..3).map(|i| overlap(i, &comps[p[i]]).abs()).sum::<f64>();
+    let best = PERMS.iter().max_by(|a, b| score(a).total_cmp(&score(b))).expect("six permutations");
+    let (c, v): (Vec<_>, Vec<_>) = best.iter().map(|&j| (comps[j].clone(), values[j])).unzip();
+    *comps = c;
+    *values = v;
+    for (i, c) in comps.iter_mut().enumerate() {
+        if overlap(i, c) < 0.0 {
+            c.iter_mut().for_each(|v| *v = -*v);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::layer_norm;
+    use crate::rng::{rng, Stream};
+    use rand_distr::{Distribution, StandardNormal};
+
+    fn gaussian(n: usize, seed: u64) -> Vec<f64> {
+        let mut r = rng(seed, Stream::Brownian, 200);
+        (0..n).map(|_| StandardNormal.sample(&mut r)).collect()
+    }
+
+    #[test]
+    fn layer_norm_points_sit_on_the_sphere_up_to_eps() {
+        let (n, c) = (50, 64);
+        // Inputs with variances from 1e-4 (eps matters) to 100 (it does not).
+        let mut x = gaussian(n * c, 1);
+        for (i, row) in x.chunks_exact_mut(c).enumerate() {
+            let s = 10f64.powf(-2.0 + 3.0 * i as f64 / n as f64);
+            row.iter_mut().for_each(|v| *v = *v * s + 3.0);
+        }
+        let (mut out, mut u, mut rstd) = (vec![0.0; n * c], vec![0.0; n * c], vec![0.0; n]);
+        let (w, b) = (vec![1.0; c], vec![0.0; c]);
+        layer_norm::forward(&mut out, &mut u, &mut rstd, &x, &w, &b, c);
+        for (xi, ui) in x.chunks_exact(c).zip(u.chunks_exact(c)) {
+            let mean = xi.iter().sum::<f64>() / c as f64;
+            let var = xi.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / c as f64;
+            let expected = (c as f64 * var / (var + layer_norm::EPS)).sqrt();
+            assert!((norm(ui) - expected).abs() < 1e-12 * expected);
+        }
+        // Rows with var >= 1: within eps/2 of sqrt(d); exactly normalised points: to rounding.
+        let stats = radius_stats(&u[(n - 15) * c..], c).unwrap();
+        assert!(stats.max_rel_err < layer_norm::EPS / 2.0, "{stats:?}");
+        assert!(stats.max <= 8.0 && stats.min > 8.0 * (1.0 - 1e-5));
+        let mut exact = x.clone();
+        for row in exact.chunks_exact_mut(c) {
+            let mean = row.iter().sum::<f64>() / c as f64;
+            row.iter_mut().for_each(|v| *v -= mean);
+            let scale = (c as f64).sqrt() / norm(row);
+            row.iter_mut().for_each(|v| *v *= scale);
+        }
+        assert!(radius_stats(&exact, c).unwrap().max_rel_err < 1e-14);
+    }
+
+    #[test]
+    fn affine_drift_measures_gain_and_bias() {
+        let d = 4;
+        let u = [2.0, 0.0, 0.0, 0.0, 0.0, 0.0, 2.0, 0.0];
+        // Identity map: no drift.
+        let id = affine_drift(&u, &[1.0; 4], &[0.0; 4], d).unwrap();
+        assert!(id.mean_rel_offset.abs() < 1e-15 && id.mean_angle.abs() < 1e-7);
+        // Uniform gain 1.5: radius 3 instead of 2, no turn.
+        let g = affine_drift(&u, &[1.5; 4], &[0.0; 4], d).unwrap();
+        assert!((g.mean_radius - 3.0).abs() < 1e-15 && (g.max_rel_offset - 0.5).abs() < 1e-15);
+        // Bias (0, 2, 0, 0): y = (2, 2, 0, 0) and (0, 2, 2, 0), both 45 degrees off, radius 2 sqrt 2.
+        let b = affine_drift(&u, &[1.0; 4], &[0.0, 2.0, 0.0, 0.0], d).unwrap();
+        assert!((b.mean_angle - std::f64::consts::FRAC_PI_4).abs() < 1e-12);
+        assert!((b.mean_rel_offset - (2f64.sqrt() - 1.0)).abs() < 1e-12);
+        assert!(affine_drift(&u, &[1.0; 3], &[0.0; 4], d).is_err());
+    }
+
+    /// Points `5 z0 a0 + 3 z1 a1 + 2 z2 a2 + 0.3 z3 e_last`, z standard normal: a cloud stretched
+    /// along three orthonormal `axes`, with a little noise in the last coordinate.
+    fn cloud(axes: &[Vec<f64>; 3], n: usize, dim: usize, seed: u64) -> Vec<f64> {
+        let z = gaussian(n * 4, seed);
+        let mut pts = vec![0.0; n * dim];
+        for (p, zi) in pts.chunks_exact_mut(dim).zip(z.chunks_exact(4)) {
+            for (k, s) in [5.0, 3.0, 2.0].into_iter().enumerate() {
+                p.iter_mut().zip(&axes[k]).for_each(|(x, a)| *x += s * zi[k] * a);
+            }
+            p[dim - 1] += 0.3 * zi[3];
+        }
+        pts
+    }
+
+    fn unit(v: Vec<f64>) -> Vec<f64> {
+        let n = norm(&v);
+        v.into_iter().map(|x| x / n).collect()
+    }
+
+    #[test]
+    fn projection_does_not_flip_between_nearly_equal_clouds() {
+        let dim = 6;
+        // The main axis nearly ties its two largest entries, 0.7 and -0.7 + delta: a tiny change of
+        // the data changes which is larger, and with it the "largest entry positive" sign.
+        let axis = |delta: f64| unit(vec![0.7, -0.7 + delta, 0.1, 0.0, 0.0, 0.0]);
+        let (e3, e4) = (vec![0.0, 0.0, 0.0, 1.0, 0.0, 0.0], vec![0.0, 0.0, 0.0, 0.0, 1.0, 0.0]);
+        let a = cloud(&[axis(0.01), e3.clone(), e4.clone()], 400, dim, 3);
+        let b = cloud(&[axis(-0.01), e3, e4], 400, dim, 3);
+        let pa = project3(&a, dim, None).unwrap();
+        let pb_free = project3(&b, dim, None).unwrap();
+        let pb = project3(&b, dim, Some(&pa.components)).unwrap();
+        // The clouds differ by a tiny rotation, yet the frame-by-frame convention flips axis 1...
+        let first = |p: &Projection3| p.points.iter().map(|y| y[0]).collect::<Vec<f64>>();
+        let gap = |x: &[f64], y: &[f64]| x.iter().zip(y).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
+        assert!(gap(&first(&pa), &first(&pb_free)) > 0.5, "the test lost its flip");
+        // ...while aligning with the previous frame keeps every point where it was.
+        for (ya, yb) in pa.points.iter().zip(&pb.points) {
+            let d: f64 = ya.iter().zip(yb).map(|(x, y)| (x - y).powi(2)).sum::<f64>().sqrt();
+            assert!(d < 0.05, "point moved {d}");
+        }
+        // Unit sphere; sorted explained fractions (the noise in the last coordinate is small).
+        assert!(pa.points.iter().all(|y| (norm(y) - 1.0).abs() < 1e-12));
+        assert!(pa.explained[0] > pa.explained[1] && pa.explained[1] > pa.explained[2]);
+        assert!(pa.explained.iter().sum::<f64>() > 0.95);
+    }
+
+    #[test]
+    fn projection_follows_the_previous_order() {
+        let dim = 5;
+        let axes = [
+            unit(vec![1.0, 0.0, 0.0, 0.0, 0.0]),
+            unit(vec![0.0, 1.0, 0.0, 0.0, 0.0]),
+            unit(vec![0.0, 0.0, 1.0, 0.0, 0.0]),
+        ];
+        let pts = cloud(&axes, 300, dim, 4);
+        let p = project3(&pts, dim, None).unwrap();
+        // Previous frame listed the same directions in reverse order, with signs flipped.
+        let reversed: Vec<f64> = p.components.chunks(dim).rev().flatten().map(|v| -v).collect();
+        let q = project3(&pts, dim, Some(&reversed)).unwrap();
+        assert!(q.components.iter().zip(&reversed).all(|(a, b)| (a - b).abs() < 1e-12));
+        assert!(q.explained[0] < q.explained[2]);
+        assert!(project3(&pts[..10], 2, None).is_err());
+        assert!(project3(&pts, dim, Some(&[1.0; 3])).is_err());
+    }
+}

@@ -1,0 +1,58 @@
+//! `lab brownian` and `lab joma` end to end: the JSON carries simulation and closed form side by side
+//! with real values, and bad input exits non-zero with a message.
+#![cfg(not(target_arch = "wasm32"))]
+
+use std::process::Command;
+
+fn lab(args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_lab")).args(args).output().expect("lab runs");
+    (out.status.success(), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
+}
+
+#[test]
+fn brownian_json_matches_the_reference_check() {
+    // SCIENCE.md §5: n=16, R=4, D=1, dt=0.002, 4000 walkers, t up to 1.
+    let (ok, stdout, stderr) = lab(&["brownian", "--dim", "16", "--radius", "4", "--steps", "500", "--json"]);
+    assert!(ok, "{stderr}");
+    let v: serde_json::Value = serde_json::from_str(stdout.trim()).expect("one JSON object");
+    let samples = v["brownian"]["samples"].as_array().expect("samples");
+    assert_eq!(samples.len(), 10);
+    for s in samples {
+        let (sim, theory, se) =
+            (s["mean_cos"].as_f64().unwrap(), s["theory_cos"].as_f64().unwrap(), s["mean_cos_se"].as_f64().unwrap());
+        assert!((sim - theory).abs() < 4.0 * se, "{s}");
+        let (msd, msd_theory) = (s["msd"].as_f64().unwrap(), s["theory_msd"].as_f64().unwrap());
+        assert!((msd - msd_theory).abs() < 4.0 * s["msd_se"].as_f64().unwrap(), "{s}");
+    }
+    let last = &samples[9];
+    assert_eq!(last["step"], 500);
+    assert!((last["theory_cos"].as_f64().unwrap() - 0.3916).abs() < 1e-4);
+}
+
+#[test]
+fn joma_toy_json_has_the_dip_and_rebound() {
+    let (ok, stdout, stderr) = lab(&["joma", "--toy", "--seed", "0", "--json"]);
+    assert!(ok, "{stderr}");
+    let v: serde_json::Value = serde_json::from_str(stdout.trim()).expect("one JSON object");
+    let s = &v["summary"];
+    assert!((s["initial"].as_f64().unwrap() - 10f64.ln()).abs() < 1e-9);
+    assert!(s["rebound"].as_f64().unwrap() > 0.2, "{s}");
+    assert_eq!(s["shape"], "dip_and_rebound");
+    let curve = v["curve"].as_array().unwrap();
+    assert_eq!(curve.len(), 101, "every 50 steps from 0 to 5000");
+    assert_eq!(curve[100]["step"], 5000);
+}
+
+#[test]
+fn science_commands_reject_bad_input() {
+    for args in [
+        &["brownian", "--walkers", "0"][..],
+        &["brownian", "--scheme", "rk4"],
+        &["brownian", "--diffusion=-1"],
+        &["brownian", "--dim", "1024", "--walkers", "100000"],
+        &["joma"],
+    ] {
+        let (ok, _, stderr) = lab(args);
+        assert!(!ok && stderr.starts_with("error: "), "{args:?}: {stderr}");
+    }
+}
