@@ -16,6 +16,9 @@ pub const MODEL_FILE: &str = "model.safetensors";
 pub const OPTIMIZER_FILE: &str = "optimizer.safetensors";
 pub const CONFIG_FILE: &str = "config.json";
 
+/// Tensors by name: (shape, values).
+pub type NamedTensors = HashMap<String, (Vec<usize>, Vec<f32>)>;
+
 pub struct Snapshot {
     pub config: TrainConfig,
     pub step: usize,
@@ -50,7 +53,7 @@ pub fn to_safetensors(tensors: &[(String, Vec<usize>, Vec<f32>)]) -> Result<Vec<
 }
 
 /// Reads every f32 tensor of a safetensors file: name -> (shape, values).
-pub fn from_safetensors(bytes: &[u8], what: &str) -> Result<HashMap<String, (Vec<usize>, Vec<f32>)>> {
+pub fn from_safetensors(bytes: &[u8], what: &str) -> Result<NamedTensors> {
     let st = SafeTensors::deserialize(bytes)
         .map_err(|e| Error::Checkpoint(format!("{what} is not valid safetensors: {e}")))?;
     let mut out = HashMap::new();
@@ -70,11 +73,7 @@ pub fn named_tensors(layout: &Layout, flat: &[f32]) -> Vec<(String, Vec<usize>, 
 }
 
 /// Fills a flat buffer from named tensors, checking every name and shape.
-pub fn flat_from_named(
-    layout: &Layout,
-    mut named: HashMap<String, (Vec<usize>, Vec<f32>)>,
-    what: &str,
-) -> Result<Vec<f32>> {
+pub fn flat_from_named(layout: &Layout, mut named: NamedTensors, what: &str) -> Result<Vec<f32>> {
     let mut flat = vec![0.0; layout.total];
     for t in &layout.tensors {
         let (shape, values) = named

@@ -85,7 +85,7 @@ impl ModelConfig {
                 self.vocab
             )));
         }
-        if self.d_model % self.heads != 0 {
+        if !self.d_model.is_multiple_of(self.heads) {
             return Err(Error::Config(format!("heads ({}) must divide d_model ({})", self.heads, self.d_model)));
         }
         let limits = [
@@ -205,9 +205,10 @@ impl OptimizerConfig {
     /// The learning rate each optimizer starts from when none is given (see README's sweep).
     pub fn default_lr(&self) -> f32 {
         match self {
-            OptimizerConfig::Sgd { .. } => 0.1,
-            OptimizerConfig::Adam { .. } => 3e-3,
-            OptimizerConfig::Kfac(_) | OptimizerConfig::CgFac(_) => 0.1,
+            OptimizerConfig::Sgd { .. } => 1.0,
+            OptimizerConfig::Adam { .. } => 1e-2,
+            OptimizerConfig::Kfac(_) => 0.3,
+            OptimizerConfig::CgFac(_) => 0.03,
         }
     }
 
@@ -278,7 +279,7 @@ impl Default for TrainConfig {
             model: ModelConfig::default(),
             data: DataSpec::Grammar,
             optimizer: OptimizerConfig::adam(),
-            lr: 3e-3,
+            lr: 1e-2,
             schedule: Schedule::WarmupCosine { warmup: 50, min_ratio: 0.1 },
             clip: 1.0,
             batch: 16,

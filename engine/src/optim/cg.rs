@@ -53,7 +53,7 @@ pub fn solve<S: Scalar>(
     while out.iterations < max_iters && out.rel_residual * out.rel_residual >= tol {
         apply(p, ap);
         let pap = dot(p, ap);
-        if !(pap > S::zero()) || !pap.is_finite() {
+        if pap.partial_cmp(&S::zero()) != Some(std::cmp::Ordering::Greater) || !pap.is_finite() {
             out.diverged = true;
             return out;
         }

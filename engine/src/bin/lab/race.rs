@@ -163,6 +163,8 @@ pub fn run(a: RaceArgs) -> Result<(), Error> {
     Ok(())
 }
 
+/// (step, mean seconds, mean validation loss) over seeds.
+type CurvePoint = (f64, f64, f64);
 type Results = [(String, f32, Vec<Run>, serde_json::Value)];
 
 /// Mean validation curve per optimizer, against steps (left) and seconds (right).
@@ -170,7 +172,7 @@ fn plot(path: &PathBuf, results: &Results) -> Result<(), Box<dyn std::error::Err
     let root = SVGBackend::new(path, (1100, 420)).into_drawing_area();
     root.fill(&WHITE)?;
     let panels = root.split_evenly((1, 2));
-    let mean_curve = |runs: &[Run]| -> Vec<(f64, f64, f64)> {
+    let mean_curve = |runs: &[Run]| -> Vec<CurvePoint> {
         let len = runs.iter().map(|r| r.curve.len()).min().unwrap_or(0);
         (0..len)
             .map(|i| {
@@ -182,7 +184,7 @@ fn plot(path: &PathBuf, results: &Results) -> Result<(), Box<dyn std::error::Err
             })
             .collect()
     };
-    let curves: Vec<(String, Vec<(f64, f64, f64)>)> =
+    let curves: Vec<(String, Vec<CurvePoint>)> =
         results.iter().map(|(n, _, runs, _)| (n.clone(), mean_curve(runs))).collect();
     let all = curves.iter().flat_map(|(_, c)| c.iter());
     let (max_step, max_secs, max_loss, min_loss) = all.fold((1.0f64, 1e-3f64, 0.0f64, f64::INFINITY), |acc, p| {
