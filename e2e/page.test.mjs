@@ -1,0 +1,193 @@
+// Browser test of the Spherewalk page (run by `cargo xtask test`, or by hand:
+//   SPHEREWALK_URL=http://127.0.0.1:8080/ node --test e2e/page.test.mjs
+// while `cargo xtask serve` runs).
+//
+// It drives the system Chromium (never a downloaded browser) with playwright-core,
+// trains the page's default experiment to the end, and checks that the page stays
+// responsive, that the loss goes down, and that nothing is logged as an error.
+// Screenshots land in e2e/artifacts/.
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+
+const HERE = dirname(fileURLToPath(import.meta.url));
+const ARTIFACTS = join(HERE, 'artifacts');
+const PAGE_URL = process.env.SPHEREWALK_URL ?? 'http://127.0.0.1:8080/';
+const EXECUTABLE = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+// How long the whole default run may take in the browser.
+const RUN_TIMEOUT_MS = Number(process.env.SPHEREWALK_RUN_TIMEOUT_MS ?? 300_000);
+
+const CHROMIUM_FLAGS = [
+  '--no-sandbox', // root, in a container
+  '--enable-unsafe-webgpu', // WebGPU on SwiftShader (CPU adapters are blocklisted otherwise)
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--disable-dev-shm-usage',
+];
+
+/** Everything the page shows, read through the stable element ids. */
+function readPage(page) {
+  return page.evaluate(() => {
+    const text = (id) => document.getElementById(id)?.textContent?.trim() ?? null;
+    const nums = (s) => (s ? s.split(',').filter((x) => x !== '').map(Number) : []);
+    const chart = document.getElementById('loss-chart');
+    return {
+      title: document.querySelector('h1')?.textContent?.trim() ?? null,
+      version: text('version'),
+      button: text('start'),
+      status: document.getElementById('status')?.dataset.phase ?? null,
+      step: Number(text('step')),
+      totalSteps: Number(text('total-steps')),
+      trainLoss: text('train-loss'),
+      valLoss: text('val-loss'),
+      speed: text('speed'),
+      error: text('error'),
+      train: nums(chart?.dataset.trainLosses),
+      val: nums(chart?.dataset.valLosses),
+    };
+  });
+}
+
+const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length;
+
+test('the page trains the default experiment in the browser and the loss goes down', {
+  timeout: RUN_TIMEOUT_MS + 120_000,
+}, async (t) => {
+  mkdirSync(ARTIFACTS, { recursive: true });
+  const userDataDir = mkdtempSync(join(tmpdir(), 'spherewalk-chromium-'));
+  const context = await chromium.launchPersistentContext(userDataDir, {
+    executablePath: EXECUTABLE,
+    headless: true,
+    args: CHROMIUM_FLAGS,
+    viewport: { width: 900, height: 960 },
+    colorScheme: 'light',
+  });
+  const page = context.pages()[0] ?? (await context.newPage());
+  t.after(async () => {
+    // Whatever happened, keep a picture of the page for the person reading the log.
+    await page.screenshot({ path: join(ARTIFACTS, 'page-last.png'), fullPage: true }).catch(() => {});
+    await context.close().catch(() => {});
+    rmSync(userDataDir, { recursive: true, force: true });
+  });
+  const problems = [];
+  page.on('console', (msg) => {
+    if (msg.type() === 'error') problems.push(`console error: ${msg.text()}`);
+  });
+  page.on('pageerror', (err) => problems.push(`uncaught exception: ${err.message}`));
+  page.on('requestfailed', (req) => problems.push(`request failed: ${req.url()} (${req.failure()?.errorText})`));
+  page.on('response', (res) => {
+    if (res.status() >= 400) problems.push(`HTTP ${res.status()} for ${res.url()}`);
+  });
+
+  const loadStart = Date.now();
+  await page.goto(PAGE_URL, { waitUntil: 'load' });
+  await page.waitForSelector('#start', { timeout: 60_000 });
+  const loadMs = Date.now() - loadStart;
+
+  // Before training.
+  const before = await readPage(page);
+  assert.equal(before.title, 'Spherewalk');
+  assert.match(before.version ?? '', /^\d+\.\d+\.\d+/, 'the engine version is shown');
+  assert.equal(before.status, 'idle');
+  assert.equal(before.button, 'Start');
+  assert.ok(before.totalSteps > 0, `the default experiment has steps (saw ${before.totalSteps})`);
+  assert.equal(before.error, null, 'no error before training');
+
+  // Watch for long tasks: chunked training must never block the page for long.
+  await page.evaluate(() => {
+    window.__longestTaskMs = 0;
+    new PerformanceObserver((list) => {
+      for (const e of list.getEntries()) window.__longestTaskMs = Math.max(window.__longestTaskMs, e.duration);
+    }).observe({ type: 'longtask' });
+  });
+
+  const trainStart = Date.now();
+  await page.click('#start');
+  await page.waitForFunction(
+    () => {
+      const s = document.getElementById('status')?.dataset.phase;
+      return s === 'done' || s === 'error' || Number(document.getElementById('step')?.textContent) >= 1;
+    },
+    null,
+    { timeout: 60_000, polling: 100 },
+  );
+
+  // While it trains, the page answers: an animation frame comes quickly, and Pause works.
+  let frameMs = null;
+  let paused = false;
+  if ((await readPage(page)).status === 'training') {
+    frameMs = await page.evaluate(
+      () => new Promise((resolve) => {
+        const t0 = performance.now();
+        requestAnimationFrame(() => resolve(performance.now() - t0));
+      }),
+    );
+    await page.click('#start'); // Pause
+    await page.waitForFunction(() => document.getElementById('status')?.dataset.phase !== 'training', null, {
+      timeout: 10_000,
+      polling: 50,
+    });
+    const p1 = await readPage(page);
+    if (p1.status === 'paused') {
+      paused = true;
+      assert.equal(p1.button, 'Resume');
+      await page.waitForTimeout(600);
+      const p2 = await readPage(page);
+      assert.equal(p2.step, p1.step, 'no steps run while paused');
+      await page.click('#start'); // Resume
+    }
+  }
+
+  await page.waitForFunction(
+    () => ['done', 'error'].includes(document.getElementById('status')?.dataset.phase),
+    null,
+    { timeout: RUN_TIMEOUT_MS, polling: 250 },
+  );
+  const trainMs = Date.now() - trainStart;
+  const after = await readPage(page);
+  const longestTaskMs = await page.evaluate(() => window.__longestTaskMs);
+
+  await page.screenshot({ path: join(ARTIFACTS, 'page.png'), fullPage: true });
+  await page.emulateMedia({ colorScheme: 'dark' });
+  await page.waitForTimeout(300);
+  await page.screenshot({ path: join(ARTIFACTS, 'page-dark.png'), fullPage: true });
+
+  t.diagnostic(
+    `engine ${after.version}; page load ${loadMs} ms; ${after.step} steps in ${(trainMs / 1000).toFixed(1)} s ` +
+      `(${after.speed} per step); train loss ${after.train[0]?.toFixed(4)} -> ${after.trainLoss}; ` +
+      `val loss ${after.val[0]?.toFixed(4)} -> ${after.valLoss}; longest task ${longestTaskMs.toFixed(0)} ms; ` +
+      `frame while training ${frameMs === null ? 'n/a' : frameMs.toFixed(0) + ' ms'}; paused+resumed: ${paused}`,
+  );
+
+  assert.equal(after.error, null, `the page shows an error: ${after.error}`);
+  assert.equal(after.status, 'done');
+  assert.equal(after.button, 'Restart');
+  assert.equal(after.step, after.totalSteps, 'every step ran');
+  assert.equal(after.train.length, after.totalSteps, 'one training-loss point per step');
+  assert.ok(after.train.every(Number.isFinite), 'training losses are finite');
+  assert.ok(after.val.length >= 2, `at least two validation points (saw ${after.val.length})`);
+  assert.ok(after.val.every(Number.isFinite), 'validation losses are finite');
+
+  // The loss went down: the last training losses sit below the first one, and the
+  // last validation loss below the one measured before training.
+  const k = Math.max(1, Math.min(10, Math.floor(after.train.length / 4)));
+  const firstTrain = after.train[0];
+  const lateTrain = mean(after.train.slice(-k));
+  assert.ok(lateTrain < firstTrain, `train loss went down: first ${firstTrain}, mean of last ${k} ${lateTrain}`);
+  const firstVal = after.val[0];
+  const lastVal = after.val[after.val.length - 1];
+  assert.ok(lastVal < firstVal, `validation loss went down: first ${firstVal}, last ${lastVal}`);
+
+  // Chunked training keeps the page responsive.
+  assert.ok(longestTaskMs < 2_000, `the page was blocked for ${longestTaskMs} ms at once`);
+
+  assert.deepEqual(problems, [], 'no console errors, exceptions or failed requests');
+});
