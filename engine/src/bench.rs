@@ -131,3 +131,76 @@ pub fn matmul_gflops(m: usize, k: usize, n: usize) -> MatmulRow {
 /// The matmul shapes the lab's models use, plus squares.
 pub const MATMUL_SHAPES: [(usize, usize, usize); 5] =
     [(1024, 64, 192), (1024, 256, 64), (2048, 128, 512), (256, 256, 256), (512, 512, 512)];
+
+/// Training-step time with and without probes (`lab bench`'s probe row).
+#[derive(Clone, Debug, Serialize)]
+pub struct ProbeOverhead {
+    pub size: &'static str,
+    pub ms_no_probe: f64,
+    pub ms_probe_every_1: f64,
+    pub ms_probe_every_10: f64,
+    /// With probes over without; the goal is under 1.2 every 10 steps.
+    pub ratio_every_1: f64,
+    pub ratio_every_10: f64,
+}
+
+/// Mean Adam step time over `iters` steps at size `s`: no probe, a probe (4 rows, recorded into a
+/// 64 MiB history) every step, and every 10 steps. Means, not medians: a probe every 10 steps costs
+/// on one step in ten.
+pub fn probe_overhead(s: &Size, iters: usize) -> Result<ProbeOverhead> {
+    use crate::science::probe::{Probe, ProbeConfig};
+    let cfg = model_config(s);
+    let mut r = rng(0, Stream::TrainBatch, 0);
+    let n = s.batch * s.context;
+    let tokens: Vec<u32> = (0..n).map(|_| r.random_range(0..VOCAB as u32)).collect();
+    let targets: Vec<u32> = (0..n).map(|_| r.random_range(0..VOCAB as u32)).collect();
+    let rows = 4.min(s.batch) * s.context;
+    let time = |every: Option<usize>| -> Result<f64> {
+        let mut model = Model::<f32>::new(cfg.clone())?;
+        let mut cache = Cache::new(&cfg, s.batch);
+        let mut grads = Grads::new(&model, s.batch);
+        let mut optimizer = Optimizer::new(&OptimizerConfig::adam(), &model);
+        let mut probe = match every {
+            Some(e) => Some(Probe::new(
+                &cfg,
+                tokens[..rows].to_vec(),
+                targets[..rows].to_vec(),
+                None,
+                ProbeConfig { every: e, ..ProbeConfig::default() },
+            )?),
+            None => None,
+        };
+        let start = Instant::now();
+        for step in 0..iters {
+            model.forward(&mut cache, &tokens, &targets)?;
+            model.backward(&cache, &mut grads);
+            crate::optim::clip::clip(&mut grads.data, 1.0);
+            optimizer.step(&mut model, &grads, &cache, 1e-3, 1.0)?;
+            if let Some(p) = probe.as_mut() {
+                p.record(step, &model)?;
+            }
+        }
+        Ok(start.elapsed().as_secs_f64() * 1e3 / iters.max(1) as f64)
+    };
+    let (none, one, ten) = (time(None)?, time(Some(1))?, time(Some(10))?);
+    Ok(ProbeOverhead {
+        size: s.name,
+        ms_no_probe: none,
+        ms_probe_every_1: one,
+        ms_probe_every_10: ten,
+        ratio_every_1: one / none,
+        ratio_every_10: ten / none,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn probe_overhead_reports_positive_times() {
+        let o = probe_overhead(&SIZES[0], 10).unwrap();
+        assert!(o.ms_no_probe > 0.0 && o.ms_probe_every_1 > 0.0 && o.ms_probe_every_10 > 0.0, "{o:?}");
+        assert!((o.ratio_every_1 - o.ms_probe_every_1 / o.ms_no_probe).abs() < 1e-12);
+    }
+}

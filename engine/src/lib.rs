@@ -17,9 +17,9 @@ pub mod config;
 pub mod data;
 pub mod embedding;
 pub mod error;
-pub mod gradcheck;
 #[cfg(feature = "gpu")]
 pub mod gpu;
+pub mod gradcheck;
 pub mod layer_norm;
 pub mod linear;
 pub mod loss;

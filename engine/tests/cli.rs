@@ -129,3 +129,22 @@ fn bad_input_exits_with_a_message() {
         assert!(stderr.contains(want), "{args:?}: {stderr}");
     }
 }
+
+#[test]
+fn gpu_backend_trains_like_the_cpu_engine() {
+    // CI has lavapipe (Mesa's CPU Vulkan), so an adapter exists; the WGSL step must track the CPU.
+    let run = |backend: &str| {
+        let mut args = vec!["train", "--backend", backend, "--steps", "8", "--eval-every", "4", "--json"];
+        args.extend(TINY);
+        let (ok, stdout, stderr) = lab(&args);
+        assert!(ok, "{backend}: {stderr}");
+        last_json(&stdout)
+    };
+    let (cpu, gpu) = (run("cpu"), run("gpu"));
+    assert!(gpu["backend"].as_str().unwrap().starts_with("gpu ("), "{gpu}");
+    assert_eq!(cpu["backend"], "cpu");
+    let (a, b) = (cpu["final_val_loss"].as_f64().unwrap(), gpu["final_val_loss"].as_f64().unwrap());
+    assert!((a - b).abs() < 1e-3 * a, "cpu {a} gpu {b}");
+    let (ok, _, stderr) = lab(&["train", "--backend", "gpu", "--steps", "1", "--save", "/tmp/never"]);
+    assert!(!ok && stderr.contains("--save works with --backend cpu only"), "{stderr}");
+}

@@ -50,7 +50,7 @@ fn science_commands_reject_bad_input() {
         &["brownian", "--scheme", "rk4"],
         &["brownian", "--diffusion=-1"],
         &["brownian", "--dim", "1024", "--walkers", "100000"],
-        &["joma"],
+        &["joma", "--mlp", "tanh"],
     ] {
         let (ok, _, stderr) = lab(args);
         assert!(!ok && stderr.starts_with("error: "), "{args:?}: {stderr}");

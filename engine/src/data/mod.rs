@@ -39,6 +39,8 @@ pub struct Dataset {
     /// Display text of every token id.
     pub symbols: Vec<String>,
     source: Source,
+    /// The true latent chunk of every position of the validation stream (hierarchy only).
+    val_chunks: Option<Vec<u32>>,
     context: usize,
     seed: u64,
 }
@@ -49,6 +51,7 @@ impl Dataset {
             return Err(Error::Config("context must be positive, got 0".into()));
         }
         let mut gen = rng(seed, Stream::Generate, 0);
+        let mut val_chunks = None;
         let (symbols, source) = match spec {
             DataSpec::Grammar => {
                 let text = grammar::generate(&mut gen, GRAMMAR_CHARS);
@@ -58,7 +61,12 @@ impl Dataset {
             DataSpec::Hierarchy => {
                 let h = hierarchy::Hierarchy::new(&mut gen);
                 let g = h.generate(&mut gen, HIERARCHY_TOKENS);
-                (hierarchy::Hierarchy::symbols(), split_stream(g.tokens, context)?)
+                let source = split_stream(g.tokens, context)?;
+                if let Source::Stream { val, .. } = &source {
+                    // The validation split is the stream's tail.
+                    val_chunks = Some(g.chunk_of[g.chunk_of.len() - val.len()..].to_vec());
+                }
+                (hierarchy::Hierarchy::symbols(), source)
             }
             DataSpec::Text { text } => {
                 let (symbols, ids) = text::encode(text)?;
@@ -82,7 +90,7 @@ impl Dataset {
                 symbols.len()
             )));
         }
-        Ok(Dataset { name: spec.name().to_string(), symbols, source, context, seed })
+        Ok(Dataset { name: spec.name().to_string(), symbols, source, val_chunks, context, seed })
     }
 
     pub fn vocab_size(&self) -> usize {
@@ -91,6 +99,25 @@ impl Dataset {
 
     /// Fills `tokens` and `targets` (B*T each) with batch number `index` of `split`.
     pub fn batch(&self, split: Split, index: u64, tokens: &mut [u32], targets: &mut [u32]) {
+        self.fill(split, index, tokens, targets, None);
+    }
+
+    /// Validation batch `index` (as `batch`) with the true latent chunk of every position, for
+    /// data that knows it (hierarchy); None otherwise, with the batch still filled.
+    pub fn val_batch_with_chunks(&self, index: u64, tokens: &mut [u32], targets: &mut [u32]) -> Option<Vec<u32>> {
+        let mut chunks = self.val_chunks.as_ref().map(|_| Vec::with_capacity(tokens.len()));
+        self.fill(Split::Val, index, tokens, targets, chunks.as_mut());
+        chunks
+    }
+
+    fn fill(
+        &self,
+        split: Split,
+        index: u64,
+        tokens: &mut [u32],
+        targets: &mut [u32],
+        mut chunks: Option<&mut Vec<u32>>,
+    ) {
         let t = self.context;
         let stream = match split {
             Split::Train => Stream::TrainBatch,
@@ -104,6 +131,9 @@ impl Dataset {
                     let start = r.random_range(0..s.len() - t);
                     tok.copy_from_slice(&s[start..start + t]);
                     tgt.copy_from_slice(&s[start + 1..start + t + 1]);
+                    if let (Some(out), Some(all)) = (chunks.as_deref_mut(), &self.val_chunks) {
+                        out.extend_from_slice(&all[start..start + t]);
+                    }
                 }
                 Source::Task(task) => task.sample(&mut r, tok, tgt),
             }
@@ -205,6 +235,27 @@ mod tests {
         assert!(err.contains("needs at least 18"), "{err}");
         let err = Dataset::new(&DataSpec::Text { text: String::new() }, 8, 0).unwrap_err().to_string();
         assert!(err.contains("empty"), "{err}");
+    }
+
+    #[test]
+    fn hierarchy_probe_batch_knows_its_chunks() {
+        let d = Dataset::new(&DataSpec::Hierarchy, 16, 4).unwrap();
+        let (mut tok, mut tgt, mut t2, mut g2) = (vec![0; 48], vec![0; 48], vec![0; 48], vec![0; 48]);
+        let chunks = d.val_batch_with_chunks(0, &mut tok, &mut tgt).unwrap();
+        d.batch(Split::Val, 0, &mut t2, &mut g2);
+        assert_eq!((&tok, &tgt), (&t2, &g2), "the same batch as batch(Val, 0)");
+        // Chunks are runs of at most 4 tokens; a separator has a chunk of its own.
+        for (row, c) in tok.chunks_exact(16).zip(chunks.chunks_exact(16)) {
+            assert!(c.windows(2).all(|w| w[1] == w[0] || w[1] == w[0] + 1));
+            for (i, &x) in row.iter().enumerate() {
+                assert!(c.iter().filter(|&&y| y == c[i]).count() <= 4);
+                if x == hierarchy::SEPARATOR {
+                    assert_eq!(c.iter().filter(|&&y| y == c[i]).count(), 1);
+                }
+            }
+        }
+        let g = Dataset::new(&DataSpec::Grammar, 16, 4).unwrap();
+        assert!(g.val_batch_with_chunks(0, &mut tok, &mut tgt).is_none());
     }
 
     #[test]

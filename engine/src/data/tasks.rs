@@ -67,7 +67,9 @@ impl Task {
                 let problems = (t + 1) / 4;
                 for p in 0..problems {
                     let (a, b) = (rng.random_range(0..MODULUS), rng.random_range(0..MODULUS));
-                    for (i, (v, scored)) in [(a, false), (b, false), (EQUALS, false), ((a + b) % MODULUS, true)].into_iter().enumerate() {
+                    for (i, (v, scored)) in
+                        [(a, false), (b, false), (EQUALS, false), ((a + b) % MODULUS, true)].into_iter().enumerate()
+                    {
                         put(tokens, targets, 4 * p + i, v, scored);
                     }
                 }

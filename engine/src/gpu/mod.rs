@@ -13,6 +13,7 @@
 
 pub mod activation;
 pub mod adamw;
+#[cfg(not(target_arch = "wasm32"))]
 pub mod bench;
 pub mod cross_entropy;
 pub mod elementwise;
@@ -51,13 +52,14 @@ pub type Result<T> = std::result::Result<T, GpuError>;
 
 /// The invocations of every 1-D kernel's workgroup (kept equal to `@workgroup_size` in the WGSL).
 pub const WG: u32 = 256;
+const _: () = assert!(WG == 256, "the WGSL kernels hard-code 256 invocations");
 
 /// A device and its queue, with the adapter they came from.
 pub struct GpuContext {
     pub device: wgpu::Device,
     pub queue: wgpu::Queue,
     pub info: wgpu::AdapterInfo,
-    /// One staging buffer for readbacks, grown on demand and reused.
+    /// The staging buffer for readbacks, grown on demand and reused.
     staging: Mutex<Option<wgpu::Buffer>>,
 }
 
@@ -144,7 +146,15 @@ impl GpuContext {
 
     /// Records `ops` in one compute pass and submits them.
     pub fn run(&self, ops: &[&Op]) {
+        self.run_cleared(&[], ops);
+    }
+
+    /// Zeroes `clear`, then records `ops` in one compute pass, in one submission.
+    pub fn run_cleared(&self, clear: &[&Tensor], ops: &[&Op]) {
         let mut enc = self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("ops") });
+        for t in clear {
+            enc.clear_buffer(&t.buf, 0, None);
+        }
         {
             let mut pass =
                 enc.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("ops"), timestamp_writes: None });
@@ -164,17 +174,17 @@ impl GpuContext {
             return Ok(Vec::new());
         }
         let bytes = 4 * len as u64;
-        let staging = {
-            let mut slot = self.staging.lock().expect("staging lock");
-            if slot.as_ref().is_none_or(|b| b.size() < bytes) {
-                *slot = Some(self.device.create_buffer(&wgpu::BufferDescriptor {
-                    label: Some("staging"),
-                    size: bytes.next_power_of_two().max(1024),
-                    usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-                    mapped_at_creation: false,
-                }));
-            }
-            slot.clone().expect("staging buffer exists")
+        // Taken out of the slot for the read, so a concurrent read makes its own instead of
+        // mapping a buffer that is already mapped.
+        let taken = self.staging.lock().expect("staging lock").take();
+        let staging = match taken {
+            Some(b) if b.size() >= bytes => b,
+            _ => self.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("staging"),
+                size: bytes.next_power_of_two().max(1024),
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            }),
         };
         let mut enc = self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("read") });
         enc.copy_buffer_to_buffer(&t.buf, 4 * offset as u64, &staging, 0, bytes);
@@ -189,6 +199,7 @@ impl GpuContext {
             bytemuck::cast_slice(&view).to_vec()
         };
         staging.unmap();
+        *self.staging.lock().expect("staging lock") = Some(staging);
         Ok(out)
     }
 
@@ -215,9 +226,8 @@ pub struct Tensor {
 }
 
 impl Tensor {
-    const USAGE: wgpu::BufferUsages = wgpu::BufferUsages::STORAGE
-        .union(wgpu::BufferUsages::COPY_SRC)
-        .union(wgpu::BufferUsages::COPY_DST);
+    const USAGE: wgpu::BufferUsages =
+        wgpu::BufferUsages::STORAGE.union(wgpu::BufferUsages::COPY_SRC).union(wgpu::BufferUsages::COPY_DST);
 }
 
 /// One dispatch, ready to record: pipeline, bind group (its uniform included) and grid.
@@ -278,8 +288,8 @@ impl Kernel {
             count: None,
         };
         let entries_layout: Vec<_> = storage.chain([uniform]).collect();
-        let layout =
-            dev.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor { label: Some(name), entries: &entries_layout });
+        let layout = dev
+            .create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor { label: Some(name), entries: &entries_layout });
         let pipeline_layout = dev.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
             label: Some(name),
             bind_group_layouts: &[Some(&layout)],
@@ -313,8 +323,11 @@ impl Kernel {
             .map(|(i, t)| wgpu::BindGroupEntry { binding: i as u32, resource: t.buf.as_entire_binding() })
             .chain([wgpu::BindGroupEntry { binding: tensors.len() as u32, resource: uniform.as_entire_binding() }])
             .collect();
-        let bind =
-            ctx.device.create_bind_group(&wgpu::BindGroupDescriptor { label: None, layout: &self.layout, entries: &entries });
+        let bind = ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: None,
+            layout: &self.layout,
+            entries: &entries,
+        });
         Op { pipeline: self.pipelines[entry].clone(), bind, grid }
     }
 }
@@ -369,18 +382,13 @@ impl<T> Future for Receiver<T> {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(target_arch = "wasm32")))]
 pub(crate) mod testing {
     use super::*;
     use rand::{Rng, SeedableRng};
 
     /// The test adapter; no adapter is a failure, since CI installs lavapipe.
     pub fn ctx() -> GpuContext {
-        // Mesa warns when XDG_RUNTIME_DIR is unset; any writable folder silences it.
-        if std::env::var_os("XDG_RUNTIME_DIR").is_none() {
-            // SAFETY: set before any thread of this test reads the environment through wgpu.
-            unsafe { std::env::set_var("XDG_RUNTIME_DIR", std::env::temp_dir()) };
-        }
         match block_on(GpuContext::new()) {
             Ok(c) => c,
             Err(e) => panic!("{e}; GPU tests need an adapter (apt-get install mesa-vulkan-drivers libvulkan1)"),
@@ -403,7 +411,7 @@ pub(crate) mod testing {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(target_arch = "wasm32")))]
 mod tests {
     use super::testing::*;
     use super::*;
@@ -422,7 +430,10 @@ mod tests {
     #[test]
     fn no_adapter_is_a_clear_error_not_a_panic() {
         // No backends at all: nothing can satisfy the request.
-        let desc = wgpu::InstanceDescriptor { backends: wgpu::Backends::empty(), ..wgpu::InstanceDescriptor::new_without_display_handle() };
+        let desc = wgpu::InstanceDescriptor {
+            backends: wgpu::Backends::empty(),
+            ..wgpu::InstanceDescriptor::new_without_display_handle()
+        };
         let err = block_on(GpuContext::with_options(desc, &wgpu::RequestAdapterOptions::default()))
             .err()
             .expect("an instance without backends has no adapter");

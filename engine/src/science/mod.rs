@@ -7,6 +7,7 @@
 //! - `fit`: an effective diffusion coefficient for token trajectories, and how well it explains them.
 //! - `ito`: Ito's lemma by Monte Carlo for |B|^2.
 //! - `joma`: JoMA's toy dynamics and the dip-and-rebound summary of entropy curves.
+//! - `probe`: a fixed probe batch recorded over training, in a bounded history.
 //! - `cache`: reading the model's forward cache as f64 matrices per head and layer.
 //! - `stats`: means with standard errors, and the Kolmogorov-Smirnov distance.
 
@@ -16,5 +17,6 @@ pub mod fit;
 pub mod ito;
 pub mod joma;
 pub mod markov;
+pub mod probe;
 pub mod sphere;
 pub mod stats;

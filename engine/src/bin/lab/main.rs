@@ -1,6 +1,8 @@
 //! `lab`: the Spherewalk engine headless. Every command can print JSON for scripts.
 
 mod args;
+mod backend;
+mod bench;
 mod race;
 mod science;
 
@@ -48,8 +50,12 @@ enum Command {
     Race(race::RaceArgs),
     /// Brownian walkers on a sphere against the closed forms for E[cos theta] and MSD.
     Brownian(science::BrownianArgs),
-    /// JoMA's toy dynamics: attention entropy dips, then rebounds.
+    /// Attention entropy over training per layer (JoMA), or with --toy JoMA's toy dynamics.
     Joma(science::JomaArgs),
+    /// Train with probes: tokens on the sphere, attention as a Gaussian kernel, Brownian fits.
+    Sphere(science::SphereArgs),
+    /// Run the standard experiments; write figures and summary.md answering each paper claim.
+    Report(science::ReportArgs),
     /// Training-step time at three sizes and matmul GFLOP/s.
     Bench {
         #[arg(long)]
@@ -57,6 +63,9 @@ enum Command {
         /// Steps timed per size.
         #[arg(long, default_value_t = 20)]
         iters: usize,
+        /// cpu: step times per optimizer, matmul and probe cost; gpu: the WGSL backend against the CPU.
+        #[arg(long, value_enum, default_value = "cpu")]
+        backend: backend::Backend,
     },
 }
 
@@ -68,6 +77,9 @@ struct TrainArgs {
     seed: u64,
     #[command(flatten)]
     run: RunArgs,
+    /// Where the step runs: the CPU engine, the WGSL backend (AdamW only), or the GPU when one exists.
+    #[arg(long, value_enum, default_value = "cpu")]
+    backend: backend::Backend,
     /// Save a checkpoint here at the end (and where a non-finite loss stops the run).
     #[arg(long)]
     save: Option<PathBuf>,
@@ -79,7 +91,7 @@ struct TrainArgs {
 }
 
 fn train(a: TrainArgs) -> Result<(), Error> {
-    let mut trainer = match &a.resume {
+    let trainer = match &a.resume {
         Some(dir) => {
             let mut snap = Snapshot::load(dir)?;
             if let Some(s) = a.run.steps {
@@ -89,8 +101,17 @@ fn train(a: TrainArgs) -> Result<(), Error> {
         }
         None => Trainer::new(a.run.config(&a.optimizer, a.seed)?)?,
     };
+    if a.backend != backend::Backend::Cpu && a.save.is_some() {
+        return Err(Error::Config(
+            "--save works with --backend cpu only: the GPU backend does not export its optimizer state yet".into(),
+        ));
+    }
     let cfg = trainer.config().clone();
     let baselines = trainer.baselines();
+    let (mut trainer, chosen) = backend::Runner::new(trainer, a.backend)?;
+    if !a.json {
+        eprintln!("{chosen}");
+    }
     let bar = (!a.json && std::io::stderr().is_terminal()).then(|| {
         let bar = indicatif::ProgressBar::new(cfg.steps as u64);
         bar.set_style(
@@ -120,7 +141,7 @@ fn train(a: TrainArgs) -> Result<(), Error> {
                 "train_loss": train_loss,
                 "val_loss": val_loss,
                 "elapsed_s": start.elapsed().as_secs_f64(),
-                "preconditioner": trainer.diagnostics().map(summarize),
+                "preconditioner": trainer.cpu().diagnostics().map(summarize),
             });
             match &bar {
                 Some(b) => b.set_message(format!("train {train_loss:.4}  val {val_loss:.4}")),
@@ -136,7 +157,7 @@ fn train(a: TrainArgs) -> Result<(), Error> {
         b.finish();
     }
     if let Some(dir) = &a.save {
-        trainer.snapshot().save(dir)?;
+        trainer.cpu().snapshot().save(dir)?;
     }
     if let Some(e) = failure {
         return Err(e);
@@ -154,7 +175,8 @@ fn train(a: TrainArgs) -> Result<(), Error> {
         "steps": trainer.step_count(),
         "wall_s": wall,
         "tokens_per_s": (done * cfg.batch * cfg.model.context) as f64 / wall.max(1e-9),
-        "params": trainer.model().num_params(),
+        "params": trainer.cpu().model().num_params(),
+        "backend": trainer.adapter().map_or("cpu".to_string(), |a| format!("gpu ({a})")),
         "vocab": cfg.model.vocab,
     });
     if a.json {
@@ -231,41 +253,18 @@ fn eval(dir: PathBuf, data: Option<String>, grads_out: Option<PathBuf>, as_json:
     Ok(())
 }
 
-fn bench(as_json: bool, iters: usize) -> Result<(), Error> {
-    use engine::bench::{matmul_gflops, step_table, MATMUL_SHAPES};
-    let steps = step_table(iters)?;
-    let matmuls: Vec<_> = MATMUL_SHAPES.iter().map(|&(m, k, n)| matmul_gflops(m, k, n)).collect();
-    if as_json {
-        println!(
-            "{}",
-            json!({"steps": steps, "matmul": matmuls, "threads": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)})
-        );
-        return Ok(());
-    }
-    println!("{:<8} {:<6} {:>9} {:>10} {:>12} {:>8}", "size", "optim", "params", "ms/step", "tokens/s", "vs adam");
-    for r in &steps {
-        println!(
-            "{:<8} {:<6} {:>9} {:>10.2} {:>12.0} {:>8.2}",
-            r.size, r.optimizer, r.params, r.ms_per_step, r.tokens_per_s, r.vs_adam
-        );
-    }
-    println!("\n{:>6} {:>6} {:>6} {:>9}", "m", "k", "n", "GFLOP/s");
-    for r in &matmuls {
-        println!("{:>6} {:>6} {:>6} {:>9.1}", r.m, r.k, r.n, r.gflops);
-    }
-    Ok(())
-}
-
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Train(a) => train(a),
         Command::Gradcheck { json } => gradcheck(json),
         Command::Eval { checkpoint, data, grads, json } => eval(checkpoint, data, grads, json),
-        Command::Bench { json, iters } => bench(json, iters),
+        Command::Bench { json, iters, backend } => bench::run(json, iters, backend),
         Command::Race(a) => race::run(a),
         Command::Brownian(a) => science::run_brownian(a),
         Command::Joma(a) => science::run_joma(a),
+        Command::Sphere(a) => science::run_sphere(a),
+        Command::Report(a) => science::run_report(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,114 @@
+//! `lab bench`: the CPU table (step time per optimizer and size, matmul GFLOP/s, probe cost) or,
+//! with `--backend gpu`, the WGSL backend's matmul GFLOP/s and step times beside the CPU's.
+
+use std::time::Instant;
+
+use engine::bench::{matmul_gflops, probe_overhead, step_table, MATMUL_SHAPES, SIZES};
+use engine::config::{DataSpec, ModelConfig, TrainConfig};
+use engine::gpu::trainer::GpuTrainer;
+use engine::gpu::{bench as gpu_bench, block_on, GpuContext};
+use engine::{Error, Trainer};
+use serde_json::json;
+
+use crate::backend::Backend;
+
+pub fn run(as_json: bool, iters: usize, backend: Backend) -> Result<(), Error> {
+    match backend {
+        Backend::Cpu => cpu(as_json, iters),
+        Backend::Gpu | Backend::Auto => gpu(as_json, iters),
+    }
+}
+
+fn cpu(as_json: bool, iters: usize) -> Result<(), Error> {
+    let steps = step_table(iters)?;
+    let matmuls: Vec<_> = MATMUL_SHAPES.iter().map(|&(m, k, n)| matmul_gflops(m, k, n)).collect();
+    let probes = probe_overhead(&SIZES[1], iters.max(20))?;
+    if as_json {
+        println!("{}", json!({"steps": steps, "matmul": matmuls, "probe_overhead": probes}));
+        return Ok(());
+    }
+    println!("{:<8} {:<6} {:>9} {:>10} {:>12} {:>8}", "size", "optim", "params", "ms/step", "tokens/s", "vs adam");
+    for r in &steps {
+        println!(
+            "{:<8} {:<6} {:>9} {:>10.2} {:>12.0} {:>8.2}",
+            r.size, r.optimizer, r.params, r.ms_per_step, r.tokens_per_s, r.vs_adam
+        );
+    }
+    println!("\n{:>6} {:>6} {:>6} {:>9}", "m", "k", "n", "GFLOP/s");
+    for r in &matmuls {
+        println!("{:>6} {:>6} {:>6} {:>9.1}", r.m, r.k, r.n, r.gflops);
+    }
+    println!(
+        "\nprobes at the {} size: {:.2} ms/step without, every step x{:.2}, every 10 steps x{:.2}",
+        probes.size, probes.ms_no_probe, probes.ratio_every_1, probes.ratio_every_10
+    );
+    Ok(())
+}
+
+fn gpu_error(e: impl std::fmt::Display) -> Error {
+    Error::Config(format!("GPU backend: {e}"))
+}
+
+/// Median ms per step of `step`, after two warm-up steps.
+fn median_ms(iters: usize, mut step: impl FnMut() -> Result<(), Error>) -> Result<f64, Error> {
+    let mut times = Vec::with_capacity(iters);
+    for i in 0..iters + 2 {
+        let start = Instant::now();
+        step()?;
+        if i >= 2 {
+            times.push(start.elapsed().as_secs_f64() * 1e3);
+        }
+    }
+    times.sort_by(f64::total_cmp);
+    Ok(times[times.len() / 2])
+}
+
+fn gpu(as_json: bool, iters: usize) -> Result<(), Error> {
+    let ctx = block_on(GpuContext::new()).map_err(gpu_error)?;
+    let adapter = ctx.adapter_name();
+    let mut matmul = Vec::new();
+    for n in [256, 512, 1024, 2048] {
+        matmul.push(json!({"n": n, "gflops": block_on(gpu_bench::matmul_gflops(&ctx, n)).map_err(gpu_error)?}));
+    }
+    let mut steps = Vec::new();
+    for s in &SIZES {
+        let cfg = TrainConfig {
+            model: ModelConfig {
+                d_model: s.d_model,
+                layers: s.layers,
+                heads: s.heads,
+                d_ff: 4 * s.d_model,
+                context: s.context,
+                ..ModelConfig::default()
+            },
+            data: DataSpec::Grammar,
+            batch: s.batch,
+            ..TrainConfig::default()
+        };
+        let mut cpu = Trainer::new(cfg.clone())?;
+        let cpu_ms = median_ms(iters, || cpu.step().map(|_| ()))?;
+        let ctx = block_on(GpuContext::new()).map_err(gpu_error)?;
+        let mut gpu = GpuTrainer::new(ctx, cfg).map_err(gpu_error)?;
+        let gpu_ms = median_ms(iters, || block_on(gpu.step()).map(|_| ()).map_err(gpu_error))?;
+        steps.push(json!({"size": s.name, "cpu_ms": cpu_ms, "gpu_ms": gpu_ms, "gpu_over_cpu": gpu_ms / cpu_ms}));
+    }
+    if as_json {
+        println!("{}", json!({"adapter": adapter, "matmul": matmul, "steps": steps}));
+        return Ok(());
+    }
+    println!("adapter: {adapter}");
+    for m in &matmul {
+        println!("matmul {:>5}^3: {:>9.1} GFLOP/s", m["n"], m["gflops"].as_f64().unwrap_or(f64::NAN));
+    }
+    println!("\n{:<8} {:>10} {:>10} {:>9}", "size", "cpu ms", "gpu ms", "gpu/cpu");
+    for s in &steps {
+        println!(
+            "{:<8} {:>10.2} {:>10.2} {:>9.2}",
+            s["size"].as_str().unwrap_or(""),
+            s["cpu_ms"].as_f64().unwrap_or(f64::NAN),
+            s["gpu_ms"].as_f64().unwrap_or(f64::NAN),
+            s["gpu_over_cpu"].as_f64().unwrap_or(f64::NAN)
+        );
+    }
+    Ok(())
+}

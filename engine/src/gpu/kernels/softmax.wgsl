@@ -1,0 +1,83 @@
+// Attention's row softmax over (B, NH, T, T) scores, one workgroup per row, in place; row r is
+// query position r % T, which sees keys 0..=r % T when causal. Masked entries become exactly 0,
+// so the backward pass needs no mask: dS = P * (dP - sum_j P dP), as engine/src/attention.rs.
+
+struct Params {
+    t: u32,
+    causal: u32,
+}
+
+@group(0) @binding(0) var<storage, read> prob: array<f32>;       // backward only: P
+@group(0) @binding(1) var<storage, read_write> s: array<f32>;    // scores -> P, or dP -> dS
+@group(0) @binding(2) var<uniform> p: Params;
+
+var<workgroup> red: array<f32, 256>;
+
+fn wg_sum(v: f32, li: u32) -> f32 {
+    red[li] = v;
+    workgroupBarrier();
+    for (var w = 128u; w > 0u; w >>= 1u) {
+        if (li < w) {
+            red[li] += red[li + w];
+        }
+        workgroupBarrier();
+    }
+    let r = red[0];
+    workgroupBarrier();
+    return r;
+}
+
+fn wg_max(v: f32, li: u32) -> f32 {
+    red[li] = v;
+    workgroupBarrier();
+    for (var w = 128u; w > 0u; w >>= 1u) {
+        if (li < w) {
+            red[li] = max(red[li], red[li + w]);
+        }
+        workgroupBarrier();
+    }
+    let r = red[0];
+    workgroupBarrier();
+    return r;
+}
+
+fn row_index(wg: vec3<u32>, nwg: vec3<u32>) -> u32 {
+    return wg.x + wg.y * nwg.x;
+}
+
+@compute @workgroup_size(256)
+fn forward(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+           @builtin(local_invocation_index) li: u32) {
+    let row = row_index(wg, nwg);
+    let base = row * p.t;
+    let visible = select(p.t, row % p.t + 1u, p.causal != 0u);
+    var m = -3.402823e38;
+    for (var j = li; j < visible; j += 256u) {
+        m = max(m, s[base + j]);
+    }
+    m = wg_max(m, li);
+    var sum = 0.0;
+    for (var j = li; j < visible; j += 256u) {
+        let e = exp(s[base + j] - m);
+        s[base + j] = e;
+        sum += e;
+    }
+    sum = wg_sum(sum, li);
+    for (var j = li; j < p.t; j += 256u) {
+        s[base + j] = select(0.0, s[base + j] / sum, j < visible);
+    }
+}
+
+@compute @workgroup_size(256)
+fn backward(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+            @builtin(local_invocation_index) li: u32) {
+    let base = row_index(wg, nwg) * p.t;
+    var dot = 0.0;
+    for (var j = li; j < p.t; j += 256u) {
+        dot += prob[base + j] * s[base + j];
+    }
+    dot = wg_sum(dot, li);
+    for (var j = li; j < p.t; j += 256u) {
+        s[base + j] = prob[base + j] * (s[base + j] - dot);
+    }
+}

@@ -1,0 +1,395 @@
+//! The whole training step on the GPU: forward, backward, gradient clip and AdamW, mirroring
+//! `crate::train::Trainer` with the model of `crate::model` (same data, same initialisation, same
+//! flat parameter layout). Parameters, activations, gradients and optimizer state stay on the GPU;
+//! a step reads back only the loss and the squared gradient norm.
+//!
+//! The step is a fixed list of ops built once; only the token batch and the step values
+//! (learning rate, bias corrections) are written before each submission.
+
+use super::activation::Act;
+use super::adamw::{decay_mask, step_values, AdamW, Hyper, State};
+use super::cross_entropy::{Buffers, CrossEntropy};
+use super::elementwise::{Elementwise, REDUCE_GROUPS};
+use super::embedding::{Embedding, Table};
+use super::layer_norm::{Affine, LayerNorm};
+use super::matmul::{Dims, Matmul, View};
+use super::softmax::Softmax;
+use super::{GpuContext, GpuError, Op, Result, Tensor};
+use crate::config::{ModelConfig, OptimizerConfig, TrainConfig};
+use crate::data::{Dataset, Split};
+use crate::error::Error;
+use crate::model::Model;
+use crate::train::StepReport;
+
+/// The kernel families, each with its pipelines built once.
+struct Kernels {
+    mm: Matmul,
+    ew: Elementwise,
+    ln: LayerNorm,
+    act: Act,
+    sm: Softmax,
+    ce: CrossEntropy,
+    emb: Embedding,
+    adam: AdamW,
+}
+
+/// What one block keeps from its forward pass (the CPU's `BlockCache`).
+struct Block {
+    ln1_u: Tensor,
+    ln1_rstd: Tensor,
+    ln1_out: Tensor,
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    att: Tensor,
+    attn_y: Tensor,
+    h: Tensor,
+    ln2_u: Tensor,
+    ln2_rstd: Tensor,
+    ln2_out: Tensor,
+    fc_pre: Tensor,
+    fc_act: Tensor,
+}
+
+/// Backward scratch shared by all blocks (the CPU's `Grads` work buffers).
+struct Scratch {
+    dlogits: Tensor,
+    dresid: Tensor,
+    dln: Tensor,
+    dattn_y: Tensor,
+    dfc_act: Tensor,
+    d_fc: Tensor,
+    datt: Tensor,
+    dq: Tensor,
+    dk: Tensor,
+    dv: Tensor,
+}
+
+pub struct GpuTrainer {
+    ctx: GpuContext,
+    cfg: TrainConfig,
+    data: Dataset,
+    hyper: Hyper,
+    tokens: Vec<u32>,
+    targets: Vec<u32>,
+    step: usize,
+    g_tokens: Tensor,
+    g_targets: Tensor,
+    params: Tensor,
+    grads: Tensor,
+    scratch_resid: Tensor,
+    stats: Tensor,
+    sum_sq: Tensor,
+    step_values: Tensor,
+    ops: Vec<Op>,
+}
+
+/// `y = x W^T + b` (W stored (out, in) at `w` in the parameters, b at `b`), as `crate::linear`.
+struct Linear {
+    w: usize,
+    b: usize,
+    din: usize,
+    dout: usize,
+}
+
+impl GpuTrainer {
+    /// The GPU twin of `Trainer::new`: same data set, vocabulary and initial weights. Only AdamW
+    /// runs on the GPU so far; other optimizers are a configuration error.
+    pub fn new(ctx: GpuContext, mut cfg: TrainConfig) -> Result<Self> {
+        let data = Dataset::new(&cfg.data, cfg.model.context, cfg.seed)?;
+        cfg.model.vocab = data.vocab_size();
+        cfg.validate()?;
+        let OptimizerConfig::Adam { beta1, beta2, eps, weight_decay } = cfg.optimizer else {
+            return Err(Error::Config("the GPU trainer runs AdamW only; use --optimizer adam".into()).into());
+        };
+        let hyper = Hyper { beta1, beta2, eps, max_norm: cfg.clip };
+        let model = Model::<f32>::new(cfg.model.clone())?;
+        let k = Kernels {
+            mm: Matmul::new(&ctx),
+            ew: Elementwise::new(&ctx),
+            ln: LayerNorm::new(&ctx),
+            act: Act::new(&ctx),
+            sm: Softmax::new(&ctx),
+            ce: CrossEntropy::new(&ctx),
+            emb: Embedding::new(&ctx),
+            adam: AdamW::new(&ctx),
+        };
+        let m = &cfg.model;
+        let (b, t, c, f, v, nh) = (cfg.batch, m.context, m.d_model, m.d_ff, m.vocab, m.heads);
+        let n = b * t;
+        let z = |name: &str, len: usize| ctx.tensor(name, len);
+        let params = ctx.tensor_from("params", &model.params)?;
+        let grads = z("grads", model.layout.total)?;
+        let resid = (0..=m.layers).map(|_| z("resid", n * c)).collect::<Result<Vec<_>>>()?;
+        let blocks = (0..m.layers)
+            .map(|_| {
+                Ok(Block {
+                    ln1_u: z("ln1_u", n * c)?,
+                    ln1_rstd: z("ln1_rstd", n)?,
+                    ln1_out: z("ln1_out", n * c)?,
+                    q: z("q", n * c)?,
+                    k: z("k", n * c)?,
+                    v: z("v", n * c)?,
+                    att: z("att", b * nh * t * t)?,
+                    attn_y: z("attn_y", n * c)?,
+                    h: z("h", n * c)?,
+                    ln2_u: z("ln2_u", n * c)?,
+                    ln2_rstd: z("ln2_rstd", n)?,
+                    ln2_out: z("ln2_out", n * c)?,
+                    fc_pre: z("fc_pre", n * f)?,
+                    fc_act: z("fc_act", n * f)?,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let s = Scratch {
+            dlogits: z("dlogits", n * v)?,
+            dresid: z("dresid", n * c)?,
+            dln: z("dln", n * c)?,
+            dattn_y: z("dattn_y", n * c)?,
+            dfc_act: z("dfc_act", n * f)?,
+            d_fc: z("d_fc", n * f)?,
+            datt: z("datt", b * nh * t * t)?,
+            dq: z("dq", n * c)?,
+            dk: z("dk", n * c)?,
+            dv: z("dv", n * c)?,
+        };
+        let g_tokens = z("tokens", n)?;
+        let g_targets = z("targets", n)?;
+        let (lnf_u, lnf_rstd, lnf_out) = (z("lnf_u", n * c)?, z("lnf_rstd", n)?, z("lnf_out", n * c)?);
+        let (probs, ce_rows, stats) = (z("probs", n * v)?, z("ce_rows", 2 * n)?, z("stats", 2)?);
+        let (m_state, v_state) = (z("adam_m", model.layout.total)?, z("adam_v", model.layout.total)?);
+        let decay = ctx.tensor_from("decay", &decay_mask(&model.layout, weight_decay))?;
+        let (partials, sum_sq, step_vals) = (z("partials", REDUCE_GROUPS)?, z("sum_sq", 1)?, z("step", 3)?);
+
+        let l = &model.layout;
+        let off = |id: usize| l.tensors[id].offset;
+        let lin = |w: usize, bias: usize| Linear {
+            w: off(w),
+            b: off(bias),
+            din: l.tensors[w].shape[1],
+            dout: l.tensors[w].shape[0],
+        };
+        let ctx_ref = &ctx;
+        let mut ops = Vec::new();
+        let linear_fwd = |ops: &mut Vec<Op>, out: &Tensor, inp: &Tensor, p: &Linear| {
+            ops.push(k.ew.broadcast_rows(ctx_ref, (&params, p.b), out, n, p.dout));
+            let d = Dims::new(n, p.dout, p.din);
+            let w_t = View::rows(p.w, p.din).t();
+            ops.push(k.mm.op(
+                ctx_ref,
+                d,
+                1.0,
+                (inp, View::rows(0, p.din)),
+                (&params, w_t),
+                1.0,
+                (out, View::rows(0, p.dout)),
+            ));
+        };
+        // dinp = dy W (set, or added to when `accumulate`), dW += dy^T inp, db += column sums of dy.
+        let linear_bwd = |ops: &mut Vec<Op>, dinp: &Tensor, accumulate: bool, dy: &Tensor, inp: &Tensor, p: &Linear| {
+            let (dy_v, in_v) = (View::rows(0, p.dout), View::rows(0, p.din));
+            let beta = if accumulate { 1.0 } else { 0.0 };
+            let d = Dims::new(n, p.din, p.dout);
+            ops.push(k.mm.op(ctx_ref, d, 1.0, (dy, dy_v), (&params, View::rows(p.w, p.din)), beta, (dinp, in_v)));
+            let d = Dims::new(p.dout, p.din, n);
+            ops.push(k.mm.op(ctx_ref, d, 1.0, (dy, dy_v.t()), (inp, in_v), 1.0, (&grads, View::rows(p.w, p.din))));
+            ops.push(k.ew.col_sum(ctx_ref, dy, (&grads, p.b), n, p.dout));
+        };
+        let affine = |w: usize, bias: usize| Affine { w_off: off(w), b_off: off(bias) };
+        let tab = Table { v, t, c, wte_off: off(l.wte), wpe_off: off(l.wpe) };
+        // Attention views: head h of batch row b in a (B, T, C) buffer, and its (T, T) matrix.
+        let hs = m.head_size();
+        let head = View::strided(0, c).batched(t * c, hs);
+        let attv = View::rows(0, t).batched(nh * t * t, t * t);
+        let scale = 1.0 / (hs as f32).sqrt();
+        let d_scores = Dims::new(t, t, hs).batched(b, nh);
+        let d_heads = Dims::new(t, hs, t).batched(b, nh);
+
+        // Forward.
+        ops.push(k.emb.forward(&ctx, &resid[0], &g_tokens, &params, tab, n));
+        for (i, (ids, bk)) in l.blocks.iter().zip(&blocks).enumerate() {
+            let (x, next) = (&resid[i], &resid[i + 1]);
+            let a1 = affine(ids.ln1_w, ids.ln1_b);
+            ops.push(k.ln.forward(&ctx, &bk.ln1_out, &bk.ln1_u, &bk.ln1_rstd, x, &params, &grads, a1, n, c));
+            linear_fwd(&mut ops, &bk.q, &bk.ln1_out, &lin(ids.q_w, ids.q_b));
+            linear_fwd(&mut ops, &bk.k, &bk.ln1_out, &lin(ids.k_w, ids.k_b));
+            linear_fwd(&mut ops, &bk.v, &bk.ln1_out, &lin(ids.v_w, ids.v_b));
+            ops.push(k.mm.op(&ctx, d_scores, scale, (&bk.q, head), (&bk.k, head.t()), 0.0, (&bk.att, attv)));
+            ops.push(k.sm.forward(&ctx, &bk.att, b * nh * t, t, m.causal));
+            ops.push(k.mm.op(&ctx, d_heads, 1.0, (&bk.att, attv), (&bk.v, head), 0.0, (&bk.attn_y, head)));
+            linear_fwd(&mut ops, &bk.h, &bk.attn_y, &lin(ids.o_w, ids.o_b));
+            ops.push(k.ew.add(&ctx, (x, 0), (&bk.h, 0), n * c));
+            let a2 = affine(ids.ln2_w, ids.ln2_b);
+            ops.push(k.ln.forward(&ctx, &bk.ln2_out, &bk.ln2_u, &bk.ln2_rstd, &bk.h, &params, &grads, a2, n, c));
+            linear_fwd(&mut ops, &bk.fc_pre, &bk.ln2_out, &lin(ids.fc_w, ids.fc_b));
+            ops.push(k.act.forward(&ctx, m.activation, &bk.fc_act, &bk.fc_pre));
+            linear_fwd(&mut ops, next, &bk.fc_act, &lin(ids.proj_w, ids.proj_b));
+            ops.push(k.ew.add(&ctx, (&bk.h, 0), (next, 0), n * c));
+        }
+        let af = affine(l.lnf_w, l.lnf_b);
+        ops.push(k.ln.forward(&ctx, &lnf_out, &lnf_u, &lnf_rstd, &resid[m.layers], &params, &grads, af, n, c));
+        let head_lin = lin(l.head_w, l.head_b);
+        linear_fwd(&mut ops, &probs, &lnf_out, &head_lin);
+        let ce = Buffers { probs: &probs, targets: &g_targets, rows: &ce_rows, stats: &stats, dlogits: &s.dlogits };
+        ops.extend(k.ce.forward(&ctx, &ce, n, v));
+
+        // Backward; `grads` and `dresid` are zeroed at the start of every submission.
+        ops.push(k.ce.backward(&ctx, &ce, n, v));
+        linear_bwd(&mut ops, &s.dln, false, &s.dlogits, &lnf_out, &head_lin);
+        ops.extend(k.ln.backward(&ctx, &s.dresid, &grads, &s.dln, &lnf_u, &lnf_rstd, &params, af, n, c));
+        for (ids, bk) in l.blocks.iter().zip(&blocks).rev() {
+            // MLP: dresid is the gradient at x' = h + proj(...).
+            linear_bwd(&mut ops, &s.dfc_act, false, &s.dresid, &bk.fc_act, &lin(ids.proj_w, ids.proj_b));
+            ops.push(k.act.backward(&ctx, m.activation, &s.d_fc, &s.dfc_act, &bk.fc_pre));
+            linear_bwd(&mut ops, &s.dln, false, &s.d_fc, &bk.ln2_out, &lin(ids.fc_w, ids.fc_b));
+            let a2 = affine(ids.ln2_w, ids.ln2_b);
+            ops.extend(k.ln.backward(&ctx, &s.dresid, &grads, &s.dln, &bk.ln2_u, &bk.ln2_rstd, &params, a2, n, c));
+            // Attention: dresid is now the gradient at h = x + O(...).
+            linear_bwd(&mut ops, &s.dattn_y, false, &s.dresid, &bk.attn_y, &lin(ids.o_w, ids.o_b));
+            ops.push(k.mm.op(&ctx, d_heads, 1.0, (&bk.att, attv.t()), (&s.dattn_y, head), 0.0, (&s.dv, head)));
+            ops.push(k.mm.op(&ctx, d_scores, 1.0, (&s.dattn_y, head), (&bk.v, head.t()), 0.0, (&s.datt, attv)));
+            ops.push(k.sm.backward(&ctx, &s.datt, &bk.att, b * nh * t, t));
+            ops.push(k.mm.op(&ctx, d_heads, scale, (&s.datt, attv), (&bk.k, head), 0.0, (&s.dq, head)));
+            ops.push(k.mm.op(&ctx, d_heads, scale, (&s.datt, attv.t()), (&bk.q, head), 0.0, (&s.dk, head)));
+            linear_bwd(&mut ops, &s.dln, false, &s.dq, &bk.ln1_out, &lin(ids.q_w, ids.q_b));
+            linear_bwd(&mut ops, &s.dln, true, &s.dk, &bk.ln1_out, &lin(ids.k_w, ids.k_b));
+            linear_bwd(&mut ops, &s.dln, true, &s.dv, &bk.ln1_out, &lin(ids.v_w, ids.v_b));
+            let a1 = affine(ids.ln1_w, ids.ln1_b);
+            ops.extend(k.ln.backward(&ctx, &s.dresid, &grads, &s.dln, &bk.ln1_u, &bk.ln1_rstd, &params, a1, n, c));
+        }
+        ops.push(k.emb.backward(&ctx, &grads, &s.dresid, &g_tokens, tab, n));
+
+        // Clip and update.
+        ops.extend(k.ew.sum(&ctx, &grads, l.total, true, &partials, &sum_sq));
+        let state = State {
+            params: &params,
+            grads: &grads,
+            m: &m_state,
+            v: &v_state,
+            decay: &decay,
+            sum_sq: &sum_sq,
+            step: &step_vals,
+        };
+        ops.push(k.adam.op(&ctx, &state, hyper));
+
+        Ok(GpuTrainer {
+            ctx,
+            data,
+            hyper,
+            tokens: vec![0; n],
+            targets: vec![0; n],
+            step: 0,
+            g_tokens,
+            g_targets,
+            params,
+            grads,
+            scratch_resid: s.dresid,
+            stats,
+            sum_sq,
+            step_values: step_vals,
+            ops,
+            cfg,
+        })
+    }
+
+    /// One optimizer step on training batch number `step`, as `Trainer::step`. The update is
+    /// already applied when the loss comes back, so a non-finite loss or gradient is reported
+    /// after the fact: the GPU weights are then those of the bad step.
+    pub async fn step(&mut self) -> Result<StepReport> {
+        let step = self.step;
+        self.data.batch(Split::Train, step as u64, &mut self.tokens, &mut self.targets);
+        let v = self.cfg.model.vocab as u32;
+        if let Some(&bad) =
+            self.tokens.iter().chain(self.targets.iter().filter(|&&x| x != crate::loss::IGNORE)).find(|&&x| x >= v)
+        {
+            return Err(Error::Data(format!("token id {bad} is outside the vocabulary of {v}")).into());
+        }
+        let lr = self.cfg.schedule.lr(self.cfg.lr, step, self.cfg.steps);
+        self.ctx.write(&self.g_tokens, &self.tokens);
+        self.ctx.write(&self.g_targets, &self.targets);
+        let h = self.hyper;
+        self.ctx.write(&self.step_values, &step_values(lr, h.beta1, h.beta2, step as u64 + 1));
+        let ops: Vec<&Op> = self.ops.iter().collect();
+        self.ctx.run_cleared(&[&self.grads, &self.scratch_resid], &ops);
+        let loss = self.ctx.read::<f32>(&self.stats, 0, 1).await?[0];
+        let grad_norm = self.ctx.read::<f32>(&self.sum_sq, 0, 1).await?[0].sqrt();
+        self.step += 1;
+        for (what, x) in [("loss", loss), ("gradient", grad_norm)] {
+            if !x.is_finite() {
+                return Err(GpuError::Engine(Error::NonFinite { what: what.into(), step }));
+            }
+        }
+        Ok(StepReport { step: self.step, loss, lr, grad_norm })
+    }
+
+    /// The current weights, laid out as `Model::params`.
+    pub async fn params(&self) -> Result<Vec<f32>> {
+        self.ctx.read_all(&self.params).await
+    }
+
+    pub fn model_config(&self) -> &ModelConfig {
+        &self.cfg.model
+    }
+    pub fn step_count(&self) -> usize {
+        self.step
+    }
+    pub fn context(&self) -> &GpuContext {
+        &self.ctx
+    }
+}
+
+#[cfg(all(test, not(target_arch = "wasm32")))]
+mod tests {
+    use super::super::block_on;
+    use super::super::testing::*;
+    use super::*;
+    use crate::config::Activation;
+    use crate::Trainer;
+
+    fn parity(act: Activation, causal: bool, steps: usize) {
+        let mut cfg = TrainConfig::browser_default();
+        cfg.model = ModelConfig {
+            d_model: 32,
+            heads: 4,
+            layers: 2,
+            d_ff: 72,
+            context: 24,
+            activation: act,
+            causal,
+            ..cfg.model
+        };
+        cfg.batch = 3;
+        cfg.steps = steps;
+        let mut cpu = Trainer::new(cfg.clone()).unwrap();
+        let mut gpu = GpuTrainer::new(ctx(), cfg).unwrap();
+        let mut worst = (0.0f32, 0.0f32);
+        for _ in 0..steps {
+            let (c, g) = (cpu.step().unwrap(), block_on(gpu.step()).unwrap());
+            let el = (c.loss - g.loss).abs() / c.loss;
+            let en = (c.grad_norm - g.grad_norm).abs() / c.grad_norm;
+            eprintln!("step {}: loss cpu {} gpu {} (rel {el:e}), grad norm rel {en:e}", c.step, c.loss, g.loss);
+            assert!(el < 1e-4 && en < 1e-3, "step {}: loss {el}, grad norm {en}", c.step);
+            worst = (worst.0.max(el), worst.1.max(en));
+        }
+        let pe = max_err(&block_on(gpu.params()).unwrap(), &cpu.model().params);
+        eprintln!("{act:?} causal={causal}: worst loss rel {:e}, grad norm rel {:e}, params {pe:e}", worst.0, worst.1);
+        assert!(pe < 1e-3, "parameters differ by {pe}");
+    }
+
+    #[test]
+    fn gpu_training_matches_cpu_losses_and_parameters() {
+        parity(Activation::Gelu, true, 6);
+    }
+
+    #[test]
+    fn gpu_training_matches_cpu_with_relu_non_causal() {
+        parity(Activation::Relu, false, 3);
+    }
+
+    #[test]
+    fn gpu_trainer_rejects_other_optimizers() {
+        let cfg = TrainConfig { optimizer: OptimizerConfig::sgd(), ..TrainConfig::browser_default() };
+        let err = GpuTrainer::new(ctx(), cfg).err().expect("SGD is not on the GPU");
+        assert!(err.to_string().contains("AdamW only"), "{err}");
+    }
+}

@@ -1,0 +1,146 @@
+//! `lab sphere`, `lab joma` (training) and `lab report` end to end on tiny models: the JSON carries
+//! real values within their mathematical bounds, figures and summary.md are written, and bad input
+//! exits non-zero with a message.
+#![cfg(not(target_arch = "wasm32"))]
+
+use std::process::Command;
+
+fn lab(args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_lab")).args(args).output().expect("lab runs");
+    (out.status.success(), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
+}
+
+const TINY: [&str; 10] = ["--d-model", "16", "--heads", "2", "--layers", "1", "--context", "16", "--batch", "4"];
+
+fn run_json(args: &[&str]) -> serde_json::Value {
+    let mut all = args.to_vec();
+    all.extend(TINY);
+    all.push("--json");
+    let (ok, stdout, stderr) = lab(&all);
+    assert!(ok, "{args:?}: {stderr}");
+    serde_json::from_str(stdout.trim()).expect("one JSON object")
+}
+
+fn f(v: &serde_json::Value) -> f64 {
+    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+#[test]
+fn sphere_json_has_radius_kernel_entropy_and_fits() {
+    let dir = std::env::temp_dir().join(format!("spherewalk-sphere-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let svg = dir.join("sphere.svg");
+    let v = run_json(&[
+        "sphere",
+        "--data",
+        "grammar",
+        "--steps",
+        "30",
+        "--probe-every",
+        "5",
+        "--plot",
+        svg.to_str().unwrap(),
+    ]);
+    assert_eq!(v["probe_frames"], 7, "steps 0, 5, ..., 30");
+    let uniform = f(&v["uniform_entropy"]);
+    assert!((uniform - (1..=16).map(|i| (i as f64).ln()).sum::<f64>() / 16.0).abs() < 1e-12);
+    let radius = v["radius"].as_array().unwrap();
+    assert_eq!(radius.len(), 2, "block 0 and the final LayerNorm");
+    for r in radius {
+        // eps explains the radius up to f32 rounding; Q = K = u on the sphere is the Gaussian kernel.
+        assert!(f(&r["max_rel_err_after_eps"]) < 1e-5, "{r}");
+        assert!(f(&r["radius"]["max_rel_err"]) < 0.05, "{r}");
+        assert!(f(&r["pure_kernel_tv"]) < 1e-5, "{r}");
+        assert!(f(&r["affine"]["mean_rel_offset"]) >= 0.0);
+    }
+    let heads = v["heads"].as_array().unwrap();
+    assert_eq!(heads.len(), 2);
+    for h in heads {
+        for key in ["entropy", "entropy_initial"] {
+            assert!(f(&h[key]) > 0.0 && f(&h[key]) <= uniform + 1e-6, "{h}");
+        }
+        assert!((0.0..=1.0).contains(&f(&h["kernel_tv_mean"])), "{h}");
+    }
+    let fits = v["training_fits"].as_array().unwrap();
+    assert_eq!(fits.len(), 6, "two depths x three phases");
+    for fit in fits {
+        assert!(fit["error"].is_null(), "{fit}");
+        assert!(f(&fit["diffusion"]) > 0.0 && (0.0..=1.0).contains(&f(&fit["ks_mean"])), "{fit}");
+        assert!(f(&fit["r_squared"]) <= 1.0, "{fit}");
+    }
+    assert!((0.0..=1.0).contains(&f(&v["depth_fit"]["ks_mean"])));
+    assert!(std::fs::read_to_string(&svg).unwrap().contains("<svg"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn joma_on_hierarchy_reports_entropy_and_within_chunk_mass() {
+    let v = run_json(&["joma", "--data", "hierarchy", "--mlp", "identity", "--steps", "20", "--probe-every", "5"]);
+    assert_eq!(v["mlp"], "identity");
+    let uniform = f(&v["uniform_entropy"]);
+    let curve = v["curve"].as_array().unwrap();
+    assert_eq!(curve.len(), 5);
+    for p in curve {
+        let h = f(&p["entropy"][0]);
+        assert!(h > 0.0 && h <= uniform + 1e-6, "{p}");
+        let w = f(&p["within_chunk"][0]);
+        assert!((0.0..=1.0 + 1e-6).contains(&w), "{p}");
+    }
+    let s = &v["layers"][0]["entropy"];
+    assert!(f(&s["min"]) <= f(&s["initial"]) && f(&s["min"]) <= f(&s["final"]));
+    assert!(["dip_and_rebound", "falling", "rising", "flat"].contains(&s["shape"].as_str().unwrap()));
+    let chance = f(&v["within_chunk_chance"]);
+    assert!(chance > 0.0 && chance < 1.0);
+    // No chunks on grammar data.
+    let g = run_json(&["joma", "--data", "grammar", "--steps", "10", "--probe-every", "5"]);
+    assert!(g["curve"][0]["within_chunk"].is_null() && g["within_chunk_chance"].is_null());
+}
+
+#[test]
+fn quick_report_writes_figures_and_answers_each_claim() {
+    let dir = std::env::temp_dir().join(format!("spherewalk-report-{}", std::process::id()));
+    let (ok, stdout, stderr) = lab(&["report", "--out", dir.to_str().unwrap(), "--quick"]);
+    assert!(ok, "{stderr}");
+    for name in ["sphere.svg", "joma.svg", "references.svg", "report.json", "summary.md"] {
+        assert!(dir.join(name).exists(), "{name}");
+    }
+    let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
+    assert_eq!(md, stdout);
+    for claim in [
+        "sphere of radius sqrt(d)",
+        "Gaussian kernel",
+        "Brownian motion over training",
+        "dips, then rebounds",
+        "keeps falling",
+        "Ito",
+        "Second-order",
+    ] {
+        assert!(md.contains(claim), "{claim} missing:\n{md}");
+    }
+    assert!(md.contains("not run: lab race"), "{md}");
+    // The exact identities hold whatever the training did.
+    let radius_row = md.lines().find(|l| l.contains("radius sqrt(d)")).unwrap();
+    assert!(radius_row.ends_with("| agrees |"), "{radius_row}");
+    let kernel_row = md.lines().find(|l| l.contains("Pure self-attention")).unwrap();
+    assert!(kernel_row.ends_with("| agrees |"), "{kernel_row}");
+    let toy_row = md.lines().find(|l| l.contains("toy dynamics")).unwrap();
+    assert!(toy_row.ends_with("| agrees |"), "{toy_row}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn probe_commands_reject_bad_input() {
+    for (args, message) in [
+        (&["sphere", "--steps", "30", "--probe-every", "0"][..], "--probe-every must be positive"),
+        (&["sphere", "--steps", "0"], "steps must be positive"),
+        (&["sphere", "--steps", "10", "--probe-every", "5"], "needs at least 4"),
+        (&["joma", "--steps", "0"], "steps must be positive"),
+        (&["joma", "--steps", "10", "--mlp", "tanh"], "unknown activation"),
+        (&["sphere", "--steps", "30", "--probe-every", "5", "--probe-budget-mb", "0"], "at least 8"),
+    ] {
+        let mut all = args.to_vec();
+        all.extend(TINY);
+        let (ok, _, stderr) = lab(&all);
+        assert!(!ok && stderr.starts_with("error: ") && stderr.contains(message), "{args:?}: {stderr}");
+    }
+}
