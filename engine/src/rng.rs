@@ -17,6 +17,7 @@ pub enum Stream {
     Brownian = 5,
     Ito = 6,
     Joma = 7,
+    Walkers = 8,
 }
 
 pub fn rng(seed: u64, stream: Stream, index: u64) -> Rng {

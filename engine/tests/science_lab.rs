@@ -69,6 +69,17 @@ fn sphere_json_has_radius_kernel_entropy_and_fits() {
         assert!(f(&fit["r_squared"]) <= 1.0, "{fit}");
     }
     assert!((0.0..=1.0).contains(&f(&v["depth_fit"]["ks_mean"])));
+    // Walkers through the head-averaged chain of the causal model: their share per token follows
+    // the exact product of the chains, and they only ever move towards position 0.
+    let w = &v["walkers"];
+    assert_eq!(w["start"], 15);
+    for err in w["max_abs_error"].as_array().unwrap() {
+        assert!(f(err) < 0.05, "{w}");
+    }
+    for path in w["paths"].as_array().unwrap() {
+        let p: Vec<u64> = path.as_array().unwrap().iter().map(|x| x.as_u64().unwrap()).collect();
+        assert!(p.windows(2).all(|s| s[1] <= s[0]), "{p:?}");
+    }
     assert!(std::fs::read_to_string(&svg).unwrap().contains("<svg"));
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -428,6 +428,10 @@ impl Ctx {
     fn native_tests(&self) -> Result {
         let mut c = self.cargo();
         c.args(["test", "--workspace", "--exclude", "app"]);
+        // The GPU tests run on Mesa's lavapipe; a private runtime dir keeps Mesa from warning.
+        let xdg = env::temp_dir().join("spherewalk-xdg");
+        fs::create_dir_all(&xdg)?;
+        c.env("XDG_RUNTIME_DIR", xdg);
         self.run("native tests", c)
     }
 

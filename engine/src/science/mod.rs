@@ -10,6 +10,7 @@
 //! - `probe`: a fixed probe batch recorded over training, in a bounded history.
 //! - `cache`: reading the model's forward cache as f64 matrices per head and layer.
 //! - `stats`: means with standard errors, and the Kolmogorov-Smirnov distance.
+//! - `walkers`: discrete random walkers jumping from token to token with the attention's probabilities.
 
 pub mod brownian;
 pub mod cache;
@@ -20,3 +21,4 @@ pub mod markov;
 pub mod probe;
 pub mod sphere;
 pub mod stats;
+pub mod walkers;

@@ -12,7 +12,7 @@ use engine::science::fit::{compare_with_brownian, fit_diffusion};
 use engine::science::joma::{self, CurveShape, CurveSummary, ToyConfig};
 use engine::science::probe::{Probe, ProbeConfig};
 use engine::science::sphere::{affine_drift, radius_stats, AffineDrift, RadiusStats};
-use engine::science::{cache, ito, markov};
+use engine::science::{cache, ito, markov, walkers};
 use engine::{Activation, Error, Trainer};
 use plotters::prelude::*;
 use serde::Serialize;
@@ -290,6 +290,8 @@ struct SphereReport {
     /// Tokens' paths through depth on the final model, time = layer.
     depth_fit: Fit,
     entropy_curve: Vec<CurvePoint>,
+    /// Discrete walkers from the last token of probe row 0 through the head-averaged attention.
+    walkers: walkers::WalkReport,
 }
 
 fn f64s(xs: &[f32]) -> Vec<f64> {
@@ -390,6 +392,18 @@ fn sphere_experiment(cfg: TrainConfig, p: &ProbeArgs) -> Result<SphereReport, Er
     let depth = cache::depth_trajectory(mcfg, c);
     let times: Vec<f64> = (0..depth.len()).map(|l| l as f64).collect();
     let cfg = run.trainer.config();
+    let (t, d) = (mcfg.context, mcfg.d_model);
+    let mut chains = Vec::new();
+    for l in 0..mcfg.layers {
+        let mut mean = vec![0.0; t * t];
+        for h in 0..mcfg.heads {
+            let p = cache::attention(mcfg, c, l, 0, h)?;
+            mean.iter_mut().zip(&p).for_each(|(m, x)| *m += x / mcfg.heads as f64);
+        }
+        chains.push(mean);
+    }
+    let row0: Vec<Vec<f64>> = depth.iter().map(|f| f[..t * d].to_vec()).collect();
+    let walkers = walkers::walk(&chains, t, t - 1, 2000, Some((&row0, d)), cfg.seed)?;
     Ok(SphereReport {
         engine_version: engine::VERSION,
         data: cfg.data.name().into(),
@@ -407,6 +421,7 @@ fn sphere_experiment(cfg: TrainConfig, p: &ProbeArgs) -> Result<SphereReport, Er
         training_fits,
         depth_fit: fit(&depth, &times, mcfg.d_model, None, "depth"),
         entropy_curve: run.curve,
+        walkers,
     })
 }
 
@@ -444,6 +459,13 @@ fn print_sphere(rep: &SphereReport) {
         rep.probe_frames,
         rep.probe_rows,
         rep.probe_bytes >> 10
+    );
+    let w = &rep.walkers;
+    println!(
+        "{} walkers from token {} through the head-averaged attention: max |share - exact| per layer {:?}",
+        w.walkers,
+        w.start,
+        w.max_abs_error.iter().map(|e| format!("{e:.3}")).collect::<Vec<_>>()
     );
     println!(
         "\n{:>5} {:>10} {:>12} {:>12} {:>12} {:>12} {:>12}",
