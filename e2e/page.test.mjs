@@ -2,14 +2,17 @@
 //   SPHEREWALK_URL=http://127.0.0.1:8080/ node --test e2e/page.test.mjs
 // while `cargo xtask serve` runs).
 //
-// It drives the system Chromium (never a downloaded browser) with playwright-core,
-// trains the page's default experiment to the end, and checks that the page stays
+// It drives the system Chromium (never a downloaded browser) with playwright-core.
+// Test 1 trains the page's default experiment to the end and checks that the page stays
 // responsive, that the loss goes down, and that nothing is logged as an error.
-// Screenshots land in e2e/artifacts/.
+// Test 2 goes through the lab's features: presets and links, bad links, bad settings and
+// uploads, the keyboard, the sphere, attention and entropy panels, CG-FAC diagnostics,
+// JSON export, and measures frames and training steps per second.
+// Screenshots land in e2e/artifacts/ (page*.png, panel-*.png).
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -41,6 +44,7 @@ function readPage(page) {
     const chart = document.getElementById('loss-chart');
     return {
       title: document.querySelector('h1')?.textContent?.trim() ?? null,
+      backend: text('backend'),
       version: text('version'),
       button: text('start'),
       status: document.getElementById('status')?.dataset.phase ?? null,
@@ -95,6 +99,7 @@ test('the page trains the default experiment in the browser and the loss goes do
   // Before training.
   const before = await readPage(page);
   assert.equal(before.title, 'Spherewalk');
+  assert.equal(before.backend, 'Backend: CPU (WebGPU backend not built yet)', 'the backend line is honest');
   assert.match(before.version ?? '', /^\d+\.\d+\.\d+/, 'the engine version is shown');
   assert.equal(before.status, 'idle');
   assert.equal(before.button, 'Start');
@@ -190,4 +195,259 @@ test('the page trains the default experiment in the browser and the loss goes do
   assert.ok(longestTaskMs < 2_000, `the page was blocked for ${longestTaskMs} ms at once`);
 
   assert.deepEqual(problems, [], 'no console errors, exceptions or failed requests');
+});
+
+// ---------------------------------------------------------------- the lab's features
+
+/** A fresh headless Chromium with the page's problems (console errors, exceptions) collected. */
+async function launch(t) {
+  mkdirSync(ARTIFACTS, { recursive: true });
+  const userDataDir = mkdtempSync(join(tmpdir(), 'spherewalk-chromium-'));
+  const context = await chromium.launchPersistentContext(userDataDir, {
+    executablePath: EXECUTABLE,
+    headless: true,
+    args: CHROMIUM_FLAGS,
+    viewport: { width: 1100, height: 1000 },
+    colorScheme: 'light',
+    acceptDownloads: true,
+  });
+  const page = context.pages()[0] ?? (await context.newPage());
+  t.after(async () => {
+    await page.screenshot({ path: join(ARTIFACTS, 'page-features-last.png'), fullPage: true }).catch(() => {});
+    await context.close().catch(() => {});
+    rmSync(userDataDir, { recursive: true, force: true });
+  });
+  const problems = [];
+  page.on('console', (msg) => {
+    if (msg.type() === 'error') problems.push(`console error: ${msg.text()}`);
+  });
+  page.on('pageerror', (err) => problems.push(`uncaught exception: ${err.message}`));
+  page.on('response', (res) => {
+    if (res.status() >= 400) problems.push(`HTTP ${res.status()} for ${res.url()}`);
+  });
+  return { context, page, problems };
+}
+
+const phase = (page) => page.evaluate(() => document.getElementById('status')?.dataset.phase);
+const stepOf = (page) => page.evaluate(() => Number(document.getElementById('step')?.textContent));
+const textOf = (page, sel) => page.evaluate((s) => document.querySelector(s)?.textContent?.trim() ?? null, sel);
+const valueOf = (page, sel) => page.evaluate((s) => document.querySelector(s)?.value ?? null, sel);
+const settingsOf = (page) =>
+  page.evaluate(() =>
+    Object.fromEntries(
+      ['preset', 'data', 'd-model', 'layers', 'heads', 'context', 'activation', 'causal', 'optimizer', 'lr', 'steps', 'seed']
+        .map((id) => [id, document.getElementById(id)?.value ?? null]),
+    ),
+  );
+
+async function open(page, hash) {
+  // A change of the hash alone would not reload the page.
+  await page.goto('about:blank');
+  await page.goto(PAGE_URL + hash, { waitUntil: 'load' });
+  await page.waitForSelector('#start', { timeout: 60_000 });
+}
+
+async function setField(page, sel, value) {
+  await page.fill(sel, String(value));
+  await page.dispatchEvent(sel, 'change');
+}
+
+async function waitPhase(page, phases, timeout = 60_000) {
+  await page.waitForFunction((ps) => ps.includes(document.getElementById('status')?.dataset.phase), phases, {
+    timeout,
+    polling: 50,
+  });
+}
+
+/** Pixels of a canvas that differ from its top-left (background) pixel. */
+const inkOf = (page, sel) =>
+  page.evaluate((s) => {
+    const c = document.querySelector(s);
+    const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+    let n = 0;
+    for (let i = 0; i < d.length; i += 4) if (d[i] !== d[0] || d[i + 1] !== d[1] || d[i + 2] !== d[2]) n++;
+    return n;
+  }, sel);
+
+const snapshot = (page, sel) => page.evaluate((s) => document.querySelector(s).toDataURL(), sel);
+
+test('presets, links, bad input, panels, export and speed', { timeout: 240_000 }, async (t) => {
+  const { page, problems } = await launch(t);
+  const notes = [];
+
+  // A preset link: the short form sets the preset, and the address then holds the whole experiment.
+  await open(page, '#preset=joma');
+  const joma = await settingsOf(page);
+  assert.equal(joma.preset, 'joma');
+  assert.equal(joma.data, 'hierarchy');
+  assert.equal(joma.activation, 'identity');
+  assert.equal(await page.$('#url-error'), null, 'a good link shows no error');
+  await page.selectOption('#activation', 'gelu');
+  await setField(page, '#seed', 7);
+  const link = await page.evaluate(() => location.href);
+  assert.match(link, /#s=/, 'the address holds the settings');
+  // The link reproduces the settings in a fresh page.
+  await page.goto('about:blank');
+  await page.goto(link, { waitUntil: 'load' });
+  await page.waitForSelector('#start', { timeout: 60_000 });
+  const again = await settingsOf(page);
+  assert.deepEqual(again, { ...joma, preset: 'custom', activation: 'gelu', seed: '7' }, 'the link reproduces the settings');
+
+  // A malformed link: a clear message, the default experiment, and a page that works.
+  await open(page, '#s=%7B%22heads%22%3A%22four%22');
+  const urlError = await textOf(page, '#url-error');
+  assert.match(urlError ?? '', /could not be read.*default experiment/s, `bad link message: ${urlError}`);
+  assert.equal((await settingsOf(page)).preset, 'sphere');
+  await page.click('#step-once');
+  await page.waitForFunction(() => Number(document.getElementById('step')?.textContent) === 1, null, { timeout: 30_000 });
+  assert.equal(await phase(page), 'paused');
+  await open(page, '#s=%7B%22d_model%22%3A30%7D');
+  assert.match((await textOf(page, '#url-error')) ?? '', /heads \(4\) must divide d_model \(30\)/, 'unusable link values are named');
+  await open(page, '#preset=nonsense');
+  assert.match((await textOf(page, '#url-error')) ?? '', /unknown preset/);
+  // A new hash in the open page applies without a reload.
+  await page.evaluate(() => { location.hash = '#preset=race'; });
+  await page.waitForFunction(() => document.getElementById('optimizer')?.value === 'cgfac', null, { timeout: 5_000 });
+  assert.equal(await page.$('#url-error'), null, 'a good hash clears the message');
+
+  // Bad settings: the engine's message, and the page keeps working after a fix.
+  await open(page, '');
+  await setField(page, '#heads', 5);
+  await page.click('#start');
+  await waitPhase(page, ['error']);
+  const headsError = await textOf(page, '#error');
+  assert.match(headsError ?? '', /heads \(5\) must divide d_model \(32\)/, `bad settings message: ${headsError}`);
+  await setField(page, '#heads', 4);
+  await page.click('#start');
+  await page.waitForFunction(() => Number(document.getElementById('step')?.textContent) >= 3, null, { timeout: 30_000 });
+  assert.equal(await page.$('#error'), null, 'the error is gone after a good start');
+
+  // Space pauses and resumes (when no form control has the focus).
+  await page.evaluate(() => document.activeElement?.blur());
+  await page.keyboard.press('Space');
+  await waitPhase(page, ['paused', 'done']);
+  if ((await phase(page)) === 'paused') {
+    await page.keyboard.press('Space');
+    await waitPhase(page, ['training', 'done']);
+    await page.keyboard.press('Space');
+    await waitPhase(page, ['paused', 'done']);
+  }
+  await page.click('#reset');
+  await waitPhase(page, ['idle']);
+
+  // Uploads: empty and binary files get a clear message; short text gets the engine's.
+  const upload = (name, buffer) => page.setInputFiles('#file-input', { name, mimeType: 'text/plain', buffer });
+  await upload('empty.txt', Buffer.alloc(0));
+  await page.waitForSelector('#upload-error', { timeout: 10_000 });
+  assert.match(await textOf(page, '#upload-error'), /empty\.txt is empty/);
+  await upload('model.bin', Buffer.from([0x7f, 0x45, 0x4c, 0x46, 0, 1, 2, 0, 0xff]));
+  await page.waitForFunction(() => /binary/.test(document.getElementById('upload-error')?.textContent ?? ''), null, { timeout: 10_000 });
+  assert.equal(await valueOf(page, '#data'), 'grammar', 'a rejected upload changes nothing');
+  await upload('short.txt', Buffer.from('hello world'));
+  await page.waitForSelector('#upload-note', { timeout: 10_000 });
+  assert.equal(await valueOf(page, '#data'), 'text');
+  assert.equal(await valueOf(page, '#text-input'), 'hello world');
+  await page.click('#start');
+  await waitPhase(page, ['error']);
+  assert.match((await textOf(page, '#error')) ?? '', /text has 11 characters; a context of 32 needs at least 66/);
+  const story = 'The quick brown fox jumps over the lazy dog, and the dog sleeps on. '.repeat(20);
+  await upload('story.txt', Buffer.from(story));
+  await page.waitForFunction(() => /loaded/.test(document.getElementById('upload-note')?.textContent ?? ''), null, { timeout: 10_000 });
+  await page.click('#step-once');
+  await page.waitForFunction(() => Number(document.getElementById('step')?.textContent) === 1, null, { timeout: 30_000 });
+  assert.equal(await page.$('#error'), null, 'uploaded text trains');
+
+  // Adam against CG-FAC: the CG-FAC preset shows its diagnostics.
+  await open(page, '#preset=race');
+  assert.equal(await valueOf(page, '#optimizer'), 'cgfac');
+  for (let i = 0; i < 3; i++) await page.click('#step-once');
+  await page.waitForFunction(() => Number(document.getElementById('step')?.textContent) === 3, null, { timeout: 30_000 });
+  const diag = await textOf(page, '#diagnostics');
+  assert.match(diag ?? '', /cgfac after step 3: damping .*CG iterations, residual/s, `diagnostics: ${diag}`);
+  assert.ok(await page.isVisible('#panel-diagnostics'));
+  assert.ok((await page.evaluate(() => Number(document.getElementById('diagnostics-chart').dataset.points))) >= 3);
+  await page.locator('#panel-diagnostics').screenshot({ path: join(ARTIFACTS, 'panel-diagnostics.png') });
+
+  // Speed: a long run of the default model; frames and steps per second over 3 s of training.
+  await open(page, '#s=' + encodeURIComponent(JSON.stringify({ steps: 5000 })));
+  await page.click('#start');
+  await page.waitForFunction(() => Number(document.getElementById('step')?.textContent) >= 5, null, { timeout: 30_000 });
+  const speed = await page.evaluate(
+    () => new Promise((resolve) => {
+      const step = () => Number(document.getElementById('step')?.textContent);
+      const s0 = step();
+      const t0 = performance.now();
+      let frames = 0;
+      const tick = () => {
+        frames++;
+        const dt = performance.now() - t0;
+        if (dt < 3000) requestAnimationFrame(tick);
+        else resolve({ fps: (frames * 1000) / dt, stepsPerSec: ((step() - s0) * 1000) / dt });
+      };
+      requestAnimationFrame(tick);
+    }),
+  );
+  notes.push(`frames per second while training ${speed.fps.toFixed(1)}; training steps per second ${speed.stepsPerSec.toFixed(1)} (default model, CPU)`);
+  assert.ok(speed.fps >= 10, `the animation keeps going while training (${speed.fps.toFixed(1)} fps)`);
+  assert.ok(speed.stepsPerSec > 1, `training makes progress (${speed.stepsPerSec.toFixed(1)} steps/s)`);
+
+  // The sphere: points drawn, trails, depth slider, colour by position, drag to rotate.
+  await page.waitForFunction(() => Number(document.getElementById('sphere')?.dataset.step) >= 20, null, { timeout: 30_000 });
+  await page.click('#start'); // pause
+  await waitPhase(page, ['paused']);
+  assert.equal(await page.evaluate(() => Number(document.getElementById('sphere').dataset.points)), 32, 'one point per probe token');
+  assert.ok((await inkOf(page, '#sphere')) > 2000, 'the sphere canvas is drawn');
+  await page.evaluate(() => {
+    const d = document.getElementById('depth');
+    d.value = d.max;
+    d.dispatchEvent(new Event('input', { bubbles: true }));
+  });
+  assert.equal(await textOf(page, '#depth-value'), 'final');
+  await page.selectOption('#color-by', 'position');
+  const before = await snapshot(page, '#sphere');
+  await page.locator('#sphere').scrollIntoViewIfNeeded();
+  const box = await page.locator('#sphere').boundingBox();
+  await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+  await page.mouse.down();
+  await page.mouse.move(box.x + box.width / 2 + 80, box.y + box.height / 2 + 30, { steps: 5 });
+  await page.mouse.up();
+  assert.ok((await snapshot(page, '#sphere')) !== before, 'dragging rotates the sphere');
+  await page.locator('#panel-sphere').screenshot({ path: join(ARTIFACTS, 'panel-sphere.png') });
+
+  // Attention: a heatmap per layer and head; P^k spreads (or concentrates) the rows.
+  assert.ok((await inkOf(page, '#attention')) > 1000, 'the heatmap is drawn');
+  const h1 = await page.evaluate(() => Number(document.getElementById('attention').dataset.entropy));
+  await page.evaluate(() => {
+    for (const [id, v] of [['att-layer', 1], ['att-head', 2], ['att-k', 8]]) {
+      const e = document.getElementById(id);
+      e.value = String(v);
+      e.dispatchEvent(new Event('input', { bubbles: true }));
+    }
+  });
+  await page.waitForFunction((h) => Number(document.getElementById('attention').dataset.entropy) !== h, h1, { timeout: 5_000 });
+  assert.match(await textOf(page, '#attention-entropy'), /P\^8/);
+  await page.locator('#panel-attention').screenshot({ path: join(ARTIFACTS, 'panel-attention.png') });
+
+  // Entropy over training: one point per probe snapshot.
+  assert.ok((await page.evaluate(() => Number(document.getElementById('entropy-chart').dataset.points))) >= 3);
+  await page.locator('#panel-entropy').screenshot({ path: join(ARTIFACTS, 'panel-entropy.png') });
+  await page.locator('#panel-loss').screenshot({ path: join(ARTIFACTS, 'panel-loss.png') });
+  await page.locator('#panel-settings').screenshot({ path: join(ARTIFACTS, 'panel-settings.png') });
+
+  // Export: the download is valid JSON with the config and every loss point.
+  const steps = await stepOf(page);
+  const [download] = await Promise.all([page.waitForEvent('download', { timeout: 10_000 }), page.click('#export')]);
+  assert.equal(download.suggestedFilename(), 'spherewalk-run.json');
+  const doc = JSON.parse(readFileSync(await download.path(), 'utf8'));
+  assert.equal(doc.config.model.d_model, 32);
+  assert.equal(doc.config.steps, 5000);
+  assert.equal(doc.settings.preset, 'sphere');
+  assert.equal(doc.metrics.train_loss.length, steps, 'every training loss is exported');
+  assert.ok(doc.metrics.train_loss.every(([s, l]) => Number.isInteger(s) && Number.isFinite(l)));
+  assert.ok(doc.metrics.attention_entropy.length >= 3);
+  const attr = await page.evaluate(() => document.getElementById('export-json').dataset.json);
+  assert.deepEqual(JSON.parse(attr), doc, 'the page keeps the exported JSON');
+
+  for (const n of notes) t.diagnostic(n);
+  assert.deepEqual(problems, [], 'no console errors or exceptions');
 });

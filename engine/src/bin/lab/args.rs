@@ -12,18 +12,25 @@ pub struct RunArgs {
     /// A built-in data set (grammar, hierarchy, copy, reverse, sort, modadd) or a path to a .txt file.
     #[arg(long, default_value = "grammar")]
     pub data: String,
+    /// Optimizer steps (default 600).
     #[arg(long)]
     pub steps: Option<usize>,
+    /// Model width (default 64; d_ff follows as 4x unless given).
     #[arg(long)]
     pub d_model: Option<usize>,
+    /// Transformer blocks (default 2).
     #[arg(long)]
     pub layers: Option<usize>,
+    /// Attention heads; must divide d_model (default 4).
     #[arg(long)]
     pub heads: Option<usize>,
+    /// MLP hidden width (default 256).
     #[arg(long)]
     pub d_ff: Option<usize>,
+    /// Positions per sequence (default 64).
     #[arg(long)]
     pub context: Option<usize>,
+    /// Sequences per batch (default 16).
     #[arg(long)]
     pub batch: Option<usize>,
     /// Learning rate (default: the optimizer's swept default).
@@ -35,6 +42,7 @@ pub struct RunArgs {
     /// Bidirectional attention instead of causal.
     #[arg(long)]
     pub bidirectional: bool,
+    /// Steps between validation evaluations (default 50).
     #[arg(long)]
     pub eval_every: Option<usize>,
     #[command(flatten)]

@@ -1,0 +1,160 @@
+//! Plots drawn with plotters on `<canvas>`: the loss (with earlier runs for comparison), attention
+//! entropy per layer over training, and the second-order optimizers' CG diagnostics.
+
+use plotters::prelude::*;
+use plotters_canvas::CanvasBackend;
+use web_sys::HtmlCanvasElement;
+
+/// Colours of the light and dark themes.
+pub struct Theme {
+    pub bg: RGBColor,
+    pub fg: RGBColor,
+    pub grid: RGBColor,
+}
+
+impl Theme {
+    pub fn new(dark: bool) -> Self {
+        if dark {
+            Theme { bg: RGBColor(0x16, 0x18, 0x1d), fg: RGBColor(0xd8, 0xdc, 0xe3), grid: RGBColor(0x33, 0x37, 0x40) }
+        } else {
+            Theme { bg: WHITE, fg: RGBColor(0x22, 0x25, 0x2b), grid: RGBColor(0xe3, 0xe6, 0xeb) }
+        }
+    }
+}
+
+/// Series colours, in order.
+pub const PALETTE: [RGBColor; 6] = [
+    RGBColor(0x2f, 0x7d, 0xe1),
+    RGBColor(0xe5, 0x5a, 0x2b),
+    RGBColor(0x2a, 0xa1, 0x6b),
+    RGBColor(0x9b, 0x59, 0xd0),
+    RGBColor(0xc9, 0x9a, 0x1a),
+    RGBColor(0xd0, 0x3f, 0x8a),
+];
+
+/// One line of a chart.
+pub struct Line {
+    pub label: String,
+    pub color: RGBColor,
+    pub width: u32,
+    pub points: Vec<(f64, f64)>,
+    /// Draw as dots instead of a line.
+    pub dots: bool,
+}
+
+fn range(lines: &[Line], floor_zero: bool) -> (f64, f64) {
+    let ys = || lines.iter().flat_map(|l| l.points.iter().map(|p| p.1)).filter(|y| y.is_finite());
+    let (mut lo, mut hi) = ys().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), y| (a.min(y), b.max(y)));
+    if !lo.is_finite() || !hi.is_finite() {
+        (lo, hi) = (0.0, 1.0);
+    }
+    let pad = ((hi - lo) * 0.08).max(0.05);
+    let lo = if floor_zero { (lo - pad).max(0.0) } else { lo - pad };
+    (lo, hi + pad)
+}
+
+/// Draws `lines` against steps 0..x_max. Errors come back as text for the page.
+pub fn draw_lines(
+    canvas: HtmlCanvasElement,
+    caption: &str,
+    y_desc: &str,
+    lines: &[Line],
+    x_max: f64,
+    dark: bool,
+) -> Result<(), String> {
+    let theme = Theme::new(dark);
+    let backend =
+        CanvasBackend::with_canvas_object(canvas).ok_or_else(|| "the canvas has no 2D context".to_string())?;
+    let root = backend.into_drawing_area();
+    root.fill(&theme.bg).map_err(|e| e.to_string())?;
+    let (lo, hi) = range(lines, true);
+    let mut chart = ChartBuilder::on(&root)
+        .margin(12)
+        .margin_right(28)
+        .caption(caption, ("sans-serif", 17).into_font().color(&theme.fg))
+        .x_label_area_size(34)
+        .y_label_area_size(52)
+        .build_cartesian_2d(0f64..x_max.max(1.0), lo..hi)
+        .map_err(|e| e.to_string())?;
+    chart
+        .configure_mesh()
+        .light_line_style(theme.grid.mix(0.35))
+        .bold_line_style(theme.grid)
+        .x_label_formatter(&|x| format!("{x:.0}"))
+        .y_label_formatter(&|y| format!("{y:.2}"))
+        .axis_style(theme.fg)
+        .label_style(("sans-serif", 13).into_font().color(&theme.fg))
+        .x_desc("step")
+        .y_desc(y_desc)
+        .draw()
+        .map_err(|e| e.to_string())?;
+    for line in lines {
+        let color = line.color;
+        let width = line.width;
+        let pts = line.points.iter().copied().filter(|p| p.1.is_finite());
+        if line.dots {
+            chart
+                .draw_series(pts.map(|p| Circle::new(p, 4, color.filled())))
+                .map_err(|e| e.to_string())?
+                .label(line.label.clone())
+                .legend(move |(x, y)| Circle::new((x + 9, y), 4, color.filled()));
+        } else {
+            chart
+                .draw_series(LineSeries::new(pts, color.stroke_width(width)))
+                .map_err(|e| e.to_string())?
+                .label(line.label.clone())
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(width.max(2))));
+        }
+    }
+    if !lines.is_empty() {
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .background_style(theme.bg.mix(0.85))
+            .border_style(theme.grid)
+            .label_font(("sans-serif", 13).into_font().color(&theme.fg))
+            .draw()
+            .map_err(|e| e.to_string())?;
+    }
+    root.present().map_err(|e| e.to_string())?;
+    Ok(())
+}
+
+/// The loss chart's lines: earlier runs (thin, faded), this run's training loss, validation points.
+pub fn loss_lines(
+    train: &[(usize, f32)],
+    val: &[(usize, f32)],
+    earlier: &[(String, Vec<(usize, f32)>)],
+    dark: bool,
+) -> Vec<Line> {
+    let faded = if dark { RGBColor(0x70, 0x76, 0x80) } else { RGBColor(0xa8, 0xae, 0xb8) };
+    let pts = |p: &[(usize, f32)]| p.iter().map(|&(s, l)| (s as f64, l as f64)).collect::<Vec<_>>();
+    let mut lines: Vec<Line> = earlier
+        .iter()
+        .enumerate()
+        .map(|(i, (label, p))| Line {
+            label: format!("earlier: {label}"),
+            color: if i + 1 == earlier.len() { PALETTE[3] } else { faded },
+            width: 1,
+            points: pts(p),
+            dots: false,
+        })
+        .collect();
+    lines.push(Line { label: "train loss".into(), color: PALETTE[0], width: 2, points: pts(train), dots: false });
+    lines.push(Line { label: "validation loss".into(), color: PALETTE[1], width: 2, points: pts(val), dots: true });
+    lines
+}
+
+/// Entropy lines, one per layer.
+pub fn entropy_lines(entropy: &[(usize, Vec<f64>)]) -> Vec<Line> {
+    let layers = entropy.first().map(|e| e.1.len()).unwrap_or(0);
+    (0..layers)
+        .map(|l| Line {
+            label: format!("layer {l}"),
+            color: PALETTE[l % PALETTE.len()],
+            width: 2,
+            points: entropy.iter().map(|(s, h)| (*s as f64, h[l])).collect(),
+            dots: false,
+        })
+        .collect()
+}

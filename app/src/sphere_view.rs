@@ -1,0 +1,255 @@
+//! The sphere panel: the probe row's tokens on the unit sphere in 3-D (the top three principal
+//! directions of their LayerNorm outputs, `science::sphere::project3`, aligned frame to frame),
+//! drawn as a rotating ball with trails over training time.
+
+use leptos::html::Canvas;
+use leptos::prelude::*;
+use wasm_bindgen::JsCast;
+use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement};
+
+use crate::lab::{Lab, Snapshot};
+
+/// Rotates by yaw (about the vertical axis), then pitch (about the horizontal one).
+fn rotate(p: [f64; 3], yaw: f64, pitch: f64) -> [f64; 3] {
+    let (sy, cy) = yaw.sin_cos();
+    let (sp, cp) = pitch.sin_cos();
+    let x = cy * p[0] + sy * p[2];
+    let z = -sy * p[0] + cy * p[2];
+    let y = cp * p[1] - sp * z;
+    let z = sp * p[1] + cp * z;
+    [x, y, z]
+}
+
+fn hue(i: usize, n: usize) -> f64 {
+    360.0 * i as f64 / n.max(1) as f64
+}
+
+struct View {
+    depth: usize,
+    by_token: bool,
+    trails: bool,
+    yaw: f64,
+    pitch: f64,
+    dark: bool,
+}
+
+/// Draws the snapshot; returns the number of points drawn.
+fn draw(canvas: &HtmlCanvasElement, snap: Option<&Snapshot>, v: &View) -> Result<usize, String> {
+    let ctx: CanvasRenderingContext2d = canvas
+        .get_context("2d")
+        .ok()
+        .flatten()
+        .and_then(|c| c.dyn_into().ok())
+        .ok_or_else(|| "the sphere canvas has no 2D context".to_string())?;
+    let (w, h) = (canvas.width() as f64, canvas.height() as f64);
+    let (cx, cy, r) = (w / 2.0, h / 2.0, 0.42 * w.min(h));
+    let (bg, fg, faint) = if v.dark { ("#16181d", "#d8dce3", "#3a3f49") } else { ("#ffffff", "#22252b", "#d5d9e0") };
+    ctx.set_fill_style_str(bg);
+    ctx.fill_rect(0.0, 0.0, w, h);
+    // The sphere's outline, and its equator and a meridian turned with the view.
+    ctx.set_stroke_style_str(faint);
+    ctx.set_line_width(1.0);
+    ctx.begin_path();
+    ctx.arc(cx, cy, r, 0.0, std::f64::consts::TAU).map_err(|_| "canvas arc failed".to_string())?;
+    ctx.stroke();
+    for circle in 0..2 {
+        ctx.begin_path();
+        for i in 0..=72 {
+            let a = std::f64::consts::TAU * i as f64 / 72.0;
+            let p = if circle == 0 { [a.cos(), 0.0, a.sin()] } else { [0.0, a.cos(), a.sin()] };
+            let q = rotate(p, v.yaw, v.pitch);
+            let (x, y) = (cx + r * q[0], cy - r * q[1]);
+            if i == 0 {
+                ctx.move_to(x, y);
+            } else {
+                ctx.line_to(x, y);
+            }
+        }
+        ctx.stroke();
+    }
+    let Some(snap) = snap else {
+        ctx.set_fill_style_str(fg);
+        ctx.set_font("15px sans-serif");
+        ctx.set_text_align("center");
+        let _ = ctx.fill_text("Press Start or Step to see the tokens", cx, cy);
+        ctx.set_text_align("start");
+        return Ok(0);
+    };
+    let depth = v.depth.min(snap.trails.len().saturating_sub(1));
+    let Some(trail) = snap.trails.get(depth) else { return Ok(0) };
+    let Some(now) = trail.last() else { return Ok(0) };
+    let color = |i: usize| {
+        if v.by_token {
+            hue(snap.tokens.get(i).copied().unwrap_or(0) as usize, snap.vocab)
+        } else {
+            hue(i, snap.t) * 0.8
+        }
+    };
+    if v.trails && trail.len() > 1 {
+        // Older segments fade out.
+        ctx.set_line_width(1.5);
+        let frames = trail.len();
+        for i in 0..now.len() {
+            let c = color(i);
+            for (f, pair) in trail.windows(2).enumerate() {
+                let alpha = 0.6 * (f + 1) as f64 / frames as f64;
+                let (a, b) = (rotate(pair[0][i], v.yaw, v.pitch), rotate(pair[1][i], v.yaw, v.pitch));
+                ctx.set_stroke_style_str(&format!("hsla({c:.0}, 70%, 50%, {alpha:.2})"));
+                ctx.begin_path();
+                ctx.move_to(cx + r * a[0], cy - r * a[1]);
+                ctx.line_to(cx + r * b[0], cy - r * b[1]);
+                ctx.stroke();
+            }
+        }
+    }
+    // Back to front, so nearer points cover farther ones.
+    let mut order: Vec<(usize, [f64; 3])> = now.iter().map(|&p| rotate(p, v.yaw, v.pitch)).enumerate().collect();
+    order.sort_by(|a, b| a.1[2].total_cmp(&b.1[2]));
+    ctx.set_font("12px ui-monospace, monospace");
+    for (i, q) in &order {
+        let front = q[2] >= 0.0;
+        let (x, y) = (cx + r * q[0], cy - r * q[1]);
+        let light = if front { 50 } else { 72 };
+        ctx.set_fill_style_str(&format!("hsl({:.0}, 70%, {light}%)", color(*i)));
+        ctx.begin_path();
+        ctx.arc(x, y, if front { 5.0 } else { 3.5 }, 0.0, std::f64::consts::TAU).map_err(|_| "canvas arc failed")?;
+        ctx.fill();
+        if front && v.by_token {
+            ctx.set_fill_style_str(fg);
+            let label = snap.symbols.get(*i).map(|s| if s == " " { "␣" } else { s.as_str() }).unwrap_or("");
+            let _ = ctx.fill_text(label, x + 6.0, y - 5.0);
+        }
+    }
+    ctx.set_fill_style_str(fg);
+    ctx.set_font("13px sans-serif");
+    let depth_name = if depth == snap.layers { "final LayerNorm".to_string() } else { format!("into layer {depth}") };
+    let shown = snap.explained.get(depth).copied().unwrap_or(0.0) * 100.0;
+    let _ =
+        ctx.fill_text(&format!("step {}, {depth_name}; view shows {shown:.0}% of the spread", snap.step), 10.0, 20.0);
+    Ok(now.len())
+}
+
+#[component]
+pub fn SphereView(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
+    let canvas_ref = NodeRef::<Canvas>::new();
+    let depth = RwSignal::new(0usize);
+    let by_token = RwSignal::new(true);
+    let trails = RwSignal::new(true);
+    let drawn = RwSignal::new(0usize);
+    let drag = StoredValue::new(None::<(f64, f64)>);
+    let max_depth =
+        move || lab.snapshot.with(|s| s.as_ref().map(|s| s.layers)).unwrap_or(lab.settings.with(|s| s.layers));
+
+    Effect::new(move |_| {
+        let view = View {
+            depth: depth.get(),
+            by_token: by_token.get(),
+            trails: trails.get(),
+            yaw: lab.yaw.get(),
+            pitch: lab.pitch.get(),
+            dark: dark.get(),
+        };
+        let Some(canvas) = canvas_ref.get() else { return };
+        let n = lab.snapshot.with(|s| draw(&canvas, s.as_ref(), &view));
+        match n {
+            Ok(n) => drawn.set(n),
+            Err(e) => lab.error.set(Some(format!("could not draw the sphere: {e}"))),
+        }
+    });
+
+    let on_down = move |ev: leptos::ev::PointerEvent| {
+        drag.set_value(Some((ev.client_x() as f64, ev.client_y() as f64)));
+        if let Some(c) = canvas_ref.get_untracked() {
+            let _ = c.set_pointer_capture(ev.pointer_id());
+        }
+    };
+    let on_move = move |ev: leptos::ev::PointerEvent| {
+        if let Some((x0, y0)) = drag.get_value() {
+            let (x, y) = (ev.client_x() as f64, ev.client_y() as f64);
+            lab.yaw.update(|v| *v += (x - x0) * 0.01);
+            lab.pitch.update(|v| *v = (*v + (y - y0) * 0.01).clamp(-1.5, 1.5));
+            drag.set_value(Some((x, y)));
+        }
+    };
+    let on_up = move |_: leptos::ev::PointerEvent| drag.set_value(None);
+    let on_key = move |ev: leptos::ev::KeyboardEvent| {
+        let turn = match ev.key().as_str() {
+            "ArrowLeft" => (-0.1, 0.0),
+            "ArrowRight" => (0.1, 0.0),
+            "ArrowUp" => (0.0, -0.1),
+            "ArrowDown" => (0.0, 0.1),
+            _ => return,
+        };
+        ev.prevent_default();
+        lab.yaw.update(|v| *v += turn.0);
+        lab.pitch.update(|v| *v = (*v + turn.1).clamp(-1.5, 1.5));
+    };
+
+    view! {
+        <section id="panel-sphere" class="panel" aria-labelledby="sphere-title">
+            <h2 id="sphere-title">"Tokens on the sphere"</h2>
+            <details class="explain">
+                <summary>"What is this?"</summary>
+                <p>
+                    "Each LayerNorm maps a token's vector x to u = (x - mean) / std, which lies on a sphere of "
+                    "radius sqrt(d). Here are the u of one fixed validation row, projected on their top three "
+                    "principal directions and normalised to the unit sphere (the directions are matched from one "
+                    "frame to the next, so the picture does not jump). Trails show where each token was in the "
+                    "last frames of training. Look for tokens of the same kind gathering together as the model "
+                    "learns; deeper layers usually separate them more. Drag (or use the arrow keys) to rotate."
+                </p>
+            </details>
+            <div class="row">
+                <label for="depth">
+                    "Depth " <output id="depth-value">{move || {
+                        let d = depth.get();
+                        if d >= max_depth() { "final".to_string() } else { format!("layer {d}") }
+                    }}</output>
+                    <input
+                        id="depth"
+                        type="range"
+                        min="0"
+                        max=max_depth
+                        prop:value=move || depth.get().to_string()
+                        on:input=move |ev| depth.set(event_target_value(&ev).parse().unwrap_or(0))
+                    />
+                </label>
+                <label for="color-by">
+                    "Colour by"
+                    <select
+                        id="color-by"
+                        on:change=move |ev| by_token.set(event_target_value(&ev) == "token")
+                    >
+                        <option value="token">"token"</option>
+                        <option value="position">"position"</option>
+                    </select>
+                </label>
+                <label for="trails">
+                    <input
+                        id="trails"
+                        type="checkbox"
+                        prop:checked=move || trails.get()
+                        on:change=move |ev| trails.set(event_target_checked(&ev))
+                    />
+                    " trails"
+                </label>
+            </div>
+            <canvas
+                id="sphere"
+                node_ref=canvas_ref
+                width="520"
+                height="520"
+                tabindex="0"
+                role="img"
+                aria-label="tokens of the probe row as points on a sphere; drag or use arrow keys to rotate"
+                data-points=move || drawn.get()
+                data-step=move || lab.snapshot.with(|s| s.as_ref().map(|s| s.step).unwrap_or(0))
+                on:pointerdown=on_down
+                on:pointermove=on_move
+                on:pointerup=on_up
+                on:pointercancel=on_up
+                on:keydown=on_key
+            ></canvas>
+        </section>
+    }
+}
