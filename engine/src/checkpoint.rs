@@ -19,6 +19,7 @@ pub const CONFIG_FILE: &str = "config.json";
 /// Tensors by name: (shape, values).
 pub type NamedTensors = HashMap<String, (Vec<usize>, Vec<f32>)>;
 
+#[derive(Clone)]
 pub struct Snapshot {
     pub config: TrainConfig,
     pub step: usize,

@@ -93,8 +93,9 @@ usage: cargo xtask <command>
                    the {WASM_TARGET} target, trunk {TRUNK_VERSION}, wasm-bindgen-cli {WASM_BINDGEN_VERSION},
                    and e2e/node_modules (binaryen's wasm-opt, playwright-core)
   serve [--port N] setup, then build the page in release mode and serve it on http://127.0.0.1:{SERVE_PORT}
-  test             setup, then: native tests, the engine's wasm tests in headless Chromium,
-                   the release page build, and the Playwright browser test of the page
+  test             setup, then: native tests, the engine's wasm tests in headless Chromium
+                   (WebGPU parity on SwiftShader included), the release page build, and the Playwright
+                   browser test of the page
   test --no-setup  the same without the setup step"
     );
 }
@@ -436,8 +437,16 @@ impl Ctx {
     }
 
     fn wasm_tests(&self) -> Result {
+        self.run("engine wasm tests", self.wasm_test_command(&[]))?;
+        // The GPU parity test: WebGPU on Chromium's SwiftShader against the CPU engine.
+        self.run("engine WebGPU tests", self.wasm_test_command(&["--features", "gpu", "--test", "wasm_gpu"]))
+    }
+
+    /// `cargo test` of the engine for wasm32 in headless Chromium, with `extra` cargo arguments.
+    fn wasm_test_command(&self, extra: &[&str]) -> Command {
         let mut c = self.cargo();
         c.args(["test", "-p", "engine", "--no-default-features", "--target", WASM_TARGET])
+            .args(extra)
             .env("CHROMEDRIVER", CHROMEDRIVER)
             .env("WASM_BINDGEN_TEST_TIMEOUT", "120")
             // Run in the browser even where a test file has no `run_in_browser` configure line.
@@ -449,7 +458,7 @@ impl Ctx {
             .env_remove("GECKODRIVER")
             .env_remove("SAFARIDRIVER")
             .env_remove("NO_HEADLESS");
-        self.run("engine wasm tests", c)
+        c
     }
 
     /// Builds dist/ and returns a note with the wasm size.

@@ -20,6 +20,7 @@ pub mod elementwise;
 pub mod embedding;
 pub mod layer_norm;
 pub mod matmul;
+pub mod sgd;
 pub mod softmax;
 pub mod trainer;
 
@@ -44,6 +45,10 @@ pub enum GpuError {
     TooLarge { bytes: u64, limit: u64 },
     #[error("GPU readback failed: {0}")]
     Readback(String),
+    /// The device was lost or rejected work (out of memory, validation): its buffers are gone or
+    /// stale, so the run must continue from a host copy of the state.
+    #[error("GPU device failed: {0}")]
+    Failed(String),
     #[error(transparent)]
     Engine(#[from] crate::Error),
 }
@@ -61,6 +66,9 @@ pub struct GpuContext {
     pub info: wgpu::AdapterInfo,
     /// The staging buffer for readbacks, grown on demand and reused.
     staging: Mutex<Option<wgpu::Buffer>>,
+    /// The first device error or loss, recorded by wgpu's callbacks (whose default is to panic)
+    /// and reported by the next readback.
+    fault: Arc<Mutex<Option<String>>>,
 }
 
 impl GpuContext {
@@ -70,10 +78,31 @@ impl GpuContext {
         Self::with_options(desc, &wgpu::RequestAdapterOptions::default()).await
     }
 
+    /// The first adapter, with its buffers capped at `bytes` (or its own limit, if lower): a GPU
+    /// shared with other work, or a test of what happens past the limit.
+    pub async fn with_max_buffer(bytes: u64) -> Result<Self> {
+        let desc = wgpu::InstanceDescriptor::new_without_display_handle_from_env();
+        let cap = |l: wgpu::Limits| wgpu::Limits {
+            max_storage_buffer_binding_size: l.max_storage_buffer_binding_size.min(bytes),
+            max_buffer_size: l.max_buffer_size.min(bytes),
+            ..l
+        };
+        Self::open(desc, &wgpu::RequestAdapterOptions::default(), cap).await
+    }
+
     /// An adapter from an explicit instance description and adapter options.
     pub async fn with_options(
         desc: wgpu::InstanceDescriptor,
         options: &wgpu::RequestAdapterOptions<'_, '_>,
+    ) -> Result<Self> {
+        Self::open(desc, options, |l| l).await
+    }
+
+    /// `limits` maps the adapter's limits to those requested.
+    async fn open(
+        desc: wgpu::InstanceDescriptor,
+        options: &wgpu::RequestAdapterOptions<'_, '_>,
+        limits: impl FnOnce(wgpu::Limits) -> wgpu::Limits,
     ) -> Result<Self> {
         let backends = desc.backends;
         let instance = wgpu::Instance::new(desc);
@@ -87,19 +116,39 @@ impl GpuContext {
         // The adapter's own limits: software adapters allow far more than WebGPU's defaults.
         let desc = wgpu::DeviceDescriptor {
             label: Some("spherewalk"),
-            required_limits: adapter.limits(),
+            required_limits: limits(adapter.limits()),
             ..Default::default()
         };
         let (device, queue) = adapter
             .request_device(&desc)
             .await
             .map_err(|e| GpuError::Device { adapter: info.name.clone(), reason: e.to_string() })?;
-        Ok(GpuContext { device, queue, info, staging: Mutex::new(None) })
+        let fault = Arc::new(Mutex::new(None));
+        let record = |fault: &Arc<Mutex<Option<String>>>| {
+            let fault = fault.clone();
+            move |msg: String| {
+                fault.lock().expect("fault lock").get_or_insert(msg);
+            }
+        };
+        let on_error = record(&fault);
+        device.on_uncaptured_error(Arc::new(move |e| on_error(e.to_string())));
+        let on_lost = record(&fault);
+        device.set_device_lost_callback(move |reason, msg| {
+            on_lost(format!("device lost ({reason:?}) {msg}").trim_end().into())
+        });
+        Ok(GpuContext { device, queue, info, staging: Mutex::new(None), fault })
+    }
+
+    /// The first error the device reported (a loss, out of memory, a rejected command), if any.
+    pub fn fault(&self) -> Option<String> {
+        self.fault.lock().expect("fault lock").clone()
     }
 
     /// "name (backend, device type)", for reports and logs.
     pub fn adapter_name(&self) -> String {
-        format!("{} ({:?}, {:?})", self.info.name, self.info.backend, self.info.device_type)
+        // Browsers may withhold the name (Chromium's SwiftShader gives "").
+        let name = if self.info.name.is_empty() { "unnamed adapter" } else { &self.info.name };
+        format!("{name} ({:?}, {:?})", self.info.backend, self.info.device_type)
     }
 
     /// A zeroed f32 storage tensor of `len` elements.
@@ -132,6 +181,10 @@ impl GpuContext {
         if !data.is_empty() {
             self.queue.write_buffer(&t.buf, 0, bytemuck::cast_slice(data));
         }
+    }
+
+    fn check_fault(&self) -> Result<()> {
+        self.fault().map_or(Ok(()), |msg| Err(GpuError::Failed(msg)))
     }
 
     fn check_size(&self, len: usize) -> Result<u64> {
@@ -170,6 +223,7 @@ impl GpuContext {
     /// mapping callback fires, so nothing blocks.
     pub async fn read<T: bytemuck::Pod>(&self, t: &Tensor, offset: usize, len: usize) -> Result<Vec<T>> {
         assert!(offset + len <= t.len, "read of {offset}..{} from a tensor of {}", offset + len, t.len);
+        self.check_fault()?;
         if len == 0 {
             return Ok(Vec::new());
         }
@@ -192,8 +246,16 @@ impl GpuContext {
         let (tx, rx) = oneshot();
         staging.map_async(wgpu::MapMode::Read, 0..bytes, move |r| tx.send(r));
         // Natively callbacks only fire from poll; on WebGPU this is a no-op and the browser fires them.
-        self.device.poll(wgpu::PollType::wait_indefinitely()).map_err(|e| GpuError::Readback(e.to_string()))?;
-        rx.await.map_err(|e| GpuError::Readback(e.to_string()))?;
+        // A failed poll may leave the map callback unfired: awaiting it would hang.
+        if let Err(e) = self.device.poll(wgpu::PollType::wait_indefinitely()) {
+            self.check_fault()?;
+            return Err(GpuError::Readback(e.to_string()));
+        }
+        let mapped = rx.await;
+        // A device fault explains a failed map better than the map error does, and it also makes a
+        // map that succeeded worthless: the submitted work may not have run.
+        self.check_fault()?;
+        mapped.map_err(|e| GpuError::Readback(e.to_string()))?;
         let out = {
             let view = staging.get_mapped_range(0..bytes).map_err(|e| GpuError::Readback(e.to_string()))?;
             bytemuck::cast_slice(&view).to_vec()

@@ -1,20 +1,26 @@
-//! The whole training step on the GPU: forward, backward, gradient clip and AdamW, mirroring
+//! The whole training step on the GPU: forward, backward, gradient clip and AdamW or SGD, mirroring
 //! `crate::train::Trainer` with the model of `crate::model` (same data, same initialisation, same
 //! flat parameter layout). Parameters, activations, gradients and optimizer state stay on the GPU;
-//! a step reads back only the loss and the squared gradient norm.
+//! a step reads back only the loss and the squared gradient norm, an evaluation only its loss.
+//! [`GpuTrainer::snapshot`] and [`GpuTrainer::restore`] move the whole state (weights, optimizer
+//! state, step) to and from the CPU's `Snapshot`, so either backend can continue the other's run.
 //!
 //! The step is a fixed list of ops built once; only the token batch and the step values
 //! (learning rate, bias corrections) are written before each submission.
 
+use std::collections::HashMap;
+
 use super::activation::Act;
-use super::adamw::{decay_mask, step_values, AdamW, Hyper, State};
+use super::adamw::{self, decay_mask, step_values, AdamW, Hyper};
 use super::cross_entropy::{Buffers, CrossEntropy};
 use super::elementwise::{Elementwise, REDUCE_GROUPS};
 use super::embedding::{Embedding, Table};
 use super::layer_norm::{Affine, LayerNorm};
 use super::matmul::{Dims, Matmul, View};
+use super::sgd::{self, Sgd};
 use super::softmax::Softmax;
 use super::{GpuContext, GpuError, Op, Result, Tensor};
+use crate::checkpoint::Snapshot;
 use crate::config::{ModelConfig, OptimizerConfig, TrainConfig};
 use crate::data::{Dataset, Split};
 use crate::error::Error;
@@ -31,6 +37,7 @@ struct Kernels {
     ce: CrossEntropy,
     emb: Embedding,
     adam: AdamW,
+    sgd: Sgd,
 }
 
 /// What one block keeps from its forward pass (the CPU's `BlockCache`).
@@ -65,11 +72,26 @@ struct Scratch {
     dv: Tensor,
 }
 
+/// The optimizer's state on the GPU, named as the CPU's `Optimizer::state` names it.
+enum Update {
+    Adam {
+        beta1: f32,
+        beta2: f32,
+        m: Tensor,
+        v: Tensor,
+        /// Updates taken so far (for bias correction), as `optim::adam::Adam::t`.
+        t: u64,
+    },
+    Sgd {
+        velocity: Tensor,
+    },
+}
+
 pub struct GpuTrainer {
     ctx: GpuContext,
     cfg: TrainConfig,
     data: Dataset,
-    hyper: Hyper,
+    update: Update,
     tokens: Vec<u32>,
     targets: Vec<u32>,
     step: usize,
@@ -82,6 +104,11 @@ pub struct GpuTrainer {
     sum_sq: Tensor,
     step_values: Tensor,
     ops: Vec<Op>,
+    /// `ops[..forward]` is the forward pass up to the mean loss in `stats[0]`.
+    forward: usize,
+    /// Adds `stats[0]` into `eval_sum[0]`, after each validation batch's forward pass.
+    eval_add: Op,
+    eval_sum: Tensor,
 }
 
 /// `y = x W^T + b` (W stored (out, in) at `w` in the parameters, b at `b`), as `crate::linear`.
@@ -93,16 +120,22 @@ struct Linear {
 }
 
 impl GpuTrainer {
-    /// The GPU twin of `Trainer::new`: same data set, vocabulary and initial weights. Only AdamW
-    /// runs on the GPU so far; other optimizers are a configuration error.
+    /// The GPU twin of `Trainer::new`: same data set, vocabulary and initial weights. AdamW and
+    /// SGD run on the GPU; K-FAC and CG-FAC are a configuration error.
     pub fn new(ctx: GpuContext, mut cfg: TrainConfig) -> Result<Self> {
         let data = Dataset::new(&cfg.data, cfg.model.context, cfg.seed)?;
         cfg.model.vocab = data.vocab_size();
         cfg.validate()?;
-        let OptimizerConfig::Adam { beta1, beta2, eps, weight_decay } = cfg.optimizer else {
-            return Err(Error::Config("the GPU trainer runs AdamW only; use --optimizer adam".into()).into());
+        let weight_decay = match cfg.optimizer {
+            OptimizerConfig::Adam { weight_decay, .. } | OptimizerConfig::Sgd { weight_decay, .. } => weight_decay,
+            _ => {
+                let msg = format!(
+                    "the GPU trainer runs AdamW and SGD, not {}; use --optimizer adam or sgd, or --backend cpu",
+                    cfg.optimizer.name()
+                );
+                return Err(Error::Config(msg).into());
+            }
         };
-        let hyper = Hyper { beta1, beta2, eps, max_norm: cfg.clip };
         let model = Model::<f32>::new(cfg.model.clone())?;
         let k = Kernels {
             mm: Matmul::new(&ctx),
@@ -113,6 +146,7 @@ impl GpuTrainer {
             ce: CrossEntropy::new(&ctx),
             emb: Embedding::new(&ctx),
             adam: AdamW::new(&ctx),
+            sgd: Sgd::new(&ctx),
         };
         let m = &cfg.model;
         let (b, t, c, f, v, nh) = (cfg.batch, m.context, m.d_model, m.d_ff, m.vocab, m.heads);
@@ -157,7 +191,7 @@ impl GpuTrainer {
         let g_targets = z("targets", n)?;
         let (lnf_u, lnf_rstd, lnf_out) = (z("lnf_u", n * c)?, z("lnf_rstd", n)?, z("lnf_out", n * c)?);
         let (probs, ce_rows, stats) = (z("probs", n * v)?, z("ce_rows", 2 * n)?, z("stats", 2)?);
-        let (m_state, v_state) = (z("adam_m", model.layout.total)?, z("adam_v", model.layout.total)?);
+        let eval_sum = z("eval_sum", 1)?;
         let decay = ctx.tensor_from("decay", &decay_mask(&model.layout, weight_decay))?;
         let (partials, sum_sq, step_vals) = (z("partials", REDUCE_GROUPS)?, z("sum_sq", 1)?, z("step", 3)?);
 
@@ -232,6 +266,8 @@ impl GpuTrainer {
         linear_fwd(&mut ops, &probs, &lnf_out, &head_lin);
         let ce = Buffers { probs: &probs, targets: &g_targets, rows: &ce_rows, stats: &stats, dlogits: &s.dlogits };
         ops.extend(k.ce.forward(&ctx, &ce, n, v));
+        let forward = ops.len();
+        let eval_add = k.ew.add(&ctx, (&stats, 0), (&eval_sum, 0), 1);
 
         // Backward; `grads` and `dresid` are zeroed at the start of every submission.
         ops.push(k.ce.backward(&ctx, &ce, n, v));
@@ -261,21 +297,41 @@ impl GpuTrainer {
 
         // Clip and update.
         ops.extend(k.ew.sum(&ctx, &grads, l.total, true, &partials, &sum_sq));
-        let state = State {
-            params: &params,
-            grads: &grads,
-            m: &m_state,
-            v: &v_state,
-            decay: &decay,
-            sum_sq: &sum_sq,
-            step: &step_vals,
+        let update = match cfg.optimizer {
+            OptimizerConfig::Adam { beta1, beta2, eps, .. } => {
+                let (m, v) = (z("adam_m", l.total)?, z("adam_v", l.total)?);
+                let state = adamw::State {
+                    params: &params,
+                    grads: &grads,
+                    m: &m,
+                    v: &v,
+                    decay: &decay,
+                    sum_sq: &sum_sq,
+                    step: &step_vals,
+                };
+                ops.push(k.adam.op(&ctx, &state, Hyper { beta1, beta2, eps, max_norm: cfg.clip }));
+                Update::Adam { beta1, beta2, m, v, t: 0 }
+            }
+            OptimizerConfig::Sgd { momentum, .. } => {
+                let velocity = z("sgd_velocity", l.total)?;
+                let state = sgd::State {
+                    params: &params,
+                    grads: &grads,
+                    velocity: &velocity,
+                    decay: &decay,
+                    sum_sq: &sum_sq,
+                    step: &step_vals,
+                };
+                ops.push(k.sgd.op(&ctx, &state, momentum, cfg.clip));
+                Update::Sgd { velocity }
+            }
+            _ => unreachable!("other optimizers were rejected above"),
         };
-        ops.push(k.adam.op(&ctx, &state, hyper));
 
         Ok(GpuTrainer {
             ctx,
             data,
-            hyper,
+            update,
             tokens: vec![0; n],
             targets: vec![0; n],
             step: 0,
@@ -288,8 +344,61 @@ impl GpuTrainer {
             sum_sq,
             step_values: step_vals,
             ops,
+            forward,
+            eval_add,
+            eval_sum,
             cfg,
         })
+    }
+
+    /// A GPU trainer that continues exactly where `snap` stopped (a CPU checkpoint, or a GPU
+    /// [`snapshot`](Self::snapshot)): weights, optimizer state and step are uploaded.
+    pub fn restore(ctx: GpuContext, snap: Snapshot) -> Result<Self> {
+        let mut t = GpuTrainer::new(ctx, snap.config)?;
+        if snap.params.len() != t.params.len {
+            return Err(Error::Checkpoint(format!(
+                "checkpoint has {} parameters, its config needs {}",
+                snap.params.len(),
+                t.params.len
+            ))
+            .into());
+        }
+        let n = t.params.len;
+        let mut state: HashMap<String, Vec<f32>> = snap.optimizer.into_iter().collect();
+        let mut take = |name: &str, len: usize| -> Result<Vec<f32>> {
+            let x =
+                state.remove(name).ok_or_else(|| Error::Checkpoint(format!("optimizer state {name:?} is missing")))?;
+            if x.len() != len {
+                let msg = format!("optimizer state {name:?} has {} values, expected {len}", x.len());
+                return Err(Error::Checkpoint(msg).into());
+            }
+            Ok(x)
+        };
+        match &mut t.update {
+            Update::Adam { m, v, t: count, .. } => {
+                t.ctx.write(m, &take("adam.m", n)?);
+                t.ctx.write(v, &take("adam.v", n)?);
+                *count = take("adam.t", 1)?[0] as u64;
+            }
+            Update::Sgd { velocity } => t.ctx.write(velocity, &take("sgd.momentum", n)?),
+        }
+        t.ctx.write(&t.params, &snap.params);
+        t.step = snap.step;
+        Ok(t)
+    }
+
+    /// Everything a checkpoint holds, read back from the GPU: `Trainer::restore` continues from it
+    /// on the CPU, `GpuTrainer::restore` on a GPU.
+    pub async fn snapshot(&self) -> Result<Snapshot> {
+        let optimizer = match &self.update {
+            Update::Adam { m, v, t, .. } => vec![
+                ("adam.m".into(), self.ctx.read_all(m).await?),
+                ("adam.v".into(), self.ctx.read_all(v).await?),
+                ("adam.t".into(), vec![*t as f32]),
+            ],
+            Update::Sgd { velocity } => vec![("sgd.momentum".into(), self.ctx.read_all(velocity).await?)],
+        };
+        Ok(Snapshot { config: self.cfg.clone(), step: self.step, params: self.params().await?, optimizer })
     }
 
     /// One optimizer step on training batch number `step`, as `Trainer::step`. The update is
@@ -307,19 +416,46 @@ impl GpuTrainer {
         let lr = self.cfg.schedule.lr(self.cfg.lr, step, self.cfg.steps);
         self.ctx.write(&self.g_tokens, &self.tokens);
         self.ctx.write(&self.g_targets, &self.targets);
-        let h = self.hyper;
-        self.ctx.write(&self.step_values, &step_values(lr, h.beta1, h.beta2, step as u64 + 1));
+        let values = match &self.update {
+            Update::Adam { beta1, beta2, t, .. } => step_values(lr, *beta1, *beta2, t + 1),
+            Update::Sgd { .. } => [lr, 0.0, 0.0],
+        };
+        self.ctx.write(&self.step_values, &values);
         let ops: Vec<&Op> = self.ops.iter().collect();
         self.ctx.run_cleared(&[&self.grads, &self.scratch_resid], &ops);
         let loss = self.ctx.read::<f32>(&self.stats, 0, 1).await?[0];
         let grad_norm = self.ctx.read::<f32>(&self.sum_sq, 0, 1).await?[0].sqrt();
         self.step += 1;
+        if let Update::Adam { t, .. } = &mut self.update {
+            *t += 1;
+        }
         for (what, x) in [("loss", loss), ("gradient", grad_norm)] {
             if !x.is_finite() {
                 return Err(GpuError::Engine(Error::NonFinite { what: what.into(), step }));
             }
         }
         Ok(StepReport { step: self.step, loss, lr, grad_norm })
+    }
+
+    /// Mean loss over the fixed validation batches, as `Trainer::evaluate`: the losses are summed
+    /// on the GPU and read back once.
+    pub async fn evaluate(&mut self) -> Result<f32> {
+        let batches = self.cfg.eval_batches;
+        let mut ops: Vec<&Op> = self.ops[..self.forward].iter().collect();
+        ops.push(&self.eval_add);
+        for i in 0..batches {
+            self.data.batch(Split::Val, i as u64, &mut self.tokens, &mut self.targets);
+            self.ctx.write(&self.g_tokens, &self.tokens);
+            self.ctx.write(&self.g_targets, &self.targets);
+            // Each batch is its own submission, so the token writes land between them.
+            let clear: &[&Tensor] = if i == 0 { &[&self.eval_sum] } else { &[] };
+            self.ctx.run_cleared(clear, &ops);
+        }
+        let loss = self.ctx.read::<f32>(&self.eval_sum, 0, 1).await?[0] / batches as f32;
+        if !loss.is_finite() {
+            return Err(Error::NonFinite { what: "validation loss".into(), step: self.step }.into());
+        }
+        Ok(loss)
     }
 
     /// The current weights, laid out as `Model::params`.
@@ -346,7 +482,7 @@ mod tests {
     use crate::config::Activation;
     use crate::Trainer;
 
-    fn parity(act: Activation, causal: bool, steps: usize) {
+    fn config(act: Activation, causal: bool, optimizer: OptimizerConfig, steps: usize) -> TrainConfig {
         let mut cfg = TrainConfig::browser_default();
         cfg.model = ModelConfig {
             d_model: 32,
@@ -360,36 +496,128 @@ mod tests {
         };
         cfg.batch = 3;
         cfg.steps = steps;
-        let mut cpu = Trainer::new(cfg.clone()).unwrap();
-        let mut gpu = GpuTrainer::new(ctx(), cfg).unwrap();
+        cfg.optimizer = optimizer;
+        cfg
+    }
+
+    /// Steps both trainers in lockstep, checking each step's loss and gradient norm.
+    fn lockstep(cpu: &mut Trainer, gpu: &mut GpuTrainer, steps: usize) -> (f32, f32) {
         let mut worst = (0.0f32, 0.0f32);
         for _ in 0..steps {
             let (c, g) = (cpu.step().unwrap(), block_on(gpu.step()).unwrap());
+            assert_eq!(c.step, g.step);
             let el = (c.loss - g.loss).abs() / c.loss;
             let en = (c.grad_norm - g.grad_norm).abs() / c.grad_norm;
             eprintln!("step {}: loss cpu {} gpu {} (rel {el:e}), grad norm rel {en:e}", c.step, c.loss, g.loss);
             assert!(el < 1e-4 && en < 1e-3, "step {}: loss {el}, grad norm {en}", c.step);
             worst = (worst.0.max(el), worst.1.max(en));
         }
+        worst
+    }
+
+    fn parity(cfg: TrainConfig) {
+        let mut cpu = Trainer::new(cfg.clone()).unwrap();
+        let mut gpu = GpuTrainer::new(ctx(), cfg.clone()).unwrap();
+        let worst = lockstep(&mut cpu, &mut gpu, cfg.steps);
         let pe = max_err(&block_on(gpu.params()).unwrap(), &cpu.model().params);
-        eprintln!("{act:?} causal={causal}: worst loss rel {:e}, grad norm rel {:e}, params {pe:e}", worst.0, worst.1);
+        let opt = cfg.optimizer.name();
+        eprintln!("{opt}: worst loss rel {:e}, grad norm rel {:e}, params {pe:e}", worst.0, worst.1);
         assert!(pe < 1e-3, "parameters differ by {pe}");
     }
 
     #[test]
     fn gpu_training_matches_cpu_losses_and_parameters() {
-        parity(Activation::Gelu, true, 6);
+        parity(config(Activation::Gelu, true, OptimizerConfig::adam(), 6));
     }
 
     #[test]
     fn gpu_training_matches_cpu_with_relu_non_causal() {
-        parity(Activation::Relu, false, 3);
+        parity(config(Activation::Relu, false, OptimizerConfig::adam(), 3));
     }
 
     #[test]
-    fn gpu_trainer_rejects_other_optimizers() {
-        let cfg = TrainConfig { optimizer: OptimizerConfig::sgd(), ..TrainConfig::browser_default() };
-        let err = GpuTrainer::new(ctx(), cfg).err().expect("SGD is not on the GPU");
-        assert!(err.to_string().contains("AdamW only"), "{err}");
+    fn gpu_sgd_training_matches_cpu() {
+        // Weight decay on, so the decay mask is exercised too.
+        parity(config(Activation::Gelu, true, OptimizerConfig::Sgd { momentum: 0.9, weight_decay: 0.01 }, 6));
+    }
+
+    #[test]
+    fn gpu_evaluation_matches_cpu() {
+        let mut cfg = config(Activation::Gelu, true, OptimizerConfig::adam(), 4);
+        cfg.eval_batches = 3;
+        let mut cpu = Trainer::new(cfg.clone()).unwrap();
+        let mut gpu = GpuTrainer::new(ctx(), cfg.clone()).unwrap();
+        let mut worst = 0.0f32;
+        for _ in 0..2 {
+            let (c, g) = (cpu.evaluate().unwrap(), block_on(gpu.evaluate()).unwrap());
+            let e = (c - g).abs() / c;
+            eprintln!("validation loss at step {}: cpu {c} gpu {g} (rel {e:e})", gpu.step_count());
+            worst = worst.max(e);
+            lockstep(&mut cpu, &mut gpu, 2);
+        }
+        // Evaluating changed nothing the next training step depends on.
+        assert!(max_err(&block_on(gpu.params()).unwrap(), &cpu.model().params) < 1e-3);
+        assert!(worst < 1e-5, "validation loss differs by {worst}");
+    }
+
+    /// A run split between the backends: `first` steps on one, the rest on the other, against an
+    /// uninterrupted CPU run.
+    fn hand_over(optimizer: OptimizerConfig) {
+        let (first, total) = (3, 6);
+        let cfg = config(Activation::Gelu, true, optimizer, total);
+        let mut reference = Trainer::new(cfg.clone()).unwrap();
+        let expected: Vec<f32> = (0..total).map(|_| reference.step().unwrap().loss).collect();
+
+        let mut gpu = GpuTrainer::new(ctx(), cfg.clone()).unwrap();
+        for _ in 0..first {
+            block_on(gpu.step()).unwrap();
+        }
+        let mut cpu = Trainer::restore(block_on(gpu.snapshot()).unwrap()).unwrap();
+        assert_eq!(cpu.step_count(), first);
+        let losses: Vec<f32> = (first..total).map(|_| cpu.step().unwrap().loss).collect();
+        let el = max_err(&losses, &expected[first..]);
+        let pe = max_err(&cpu.model().params, &reference.model().params);
+        eprintln!("{}: GPU then CPU: loss {el:e}, params {pe:e}", cfg.optimizer.name());
+        assert!(el < 1e-5 && pe < 1e-3, "GPU then CPU: loss {el}, params {pe}");
+
+        let mut cpu = Trainer::new(cfg).unwrap();
+        for _ in 0..first {
+            cpu.step().unwrap();
+        }
+        let mut gpu = GpuTrainer::restore(ctx(), cpu.snapshot()).unwrap();
+        assert_eq!(gpu.step_count(), first);
+        let losses: Vec<f32> = (first..total).map(|_| block_on(gpu.step()).unwrap().loss).collect();
+        let el = max_err(&losses, &expected[first..]);
+        let pe = max_err(&block_on(gpu.params()).unwrap(), &reference.model().params);
+        eprintln!("CPU then GPU: loss {el:e}, params {pe:e}");
+        assert!(el < 1e-5 && pe < 1e-3, "CPU then GPU: loss {el}, params {pe}");
+    }
+
+    #[test]
+    fn adam_state_moves_between_gpu_and_cpu() {
+        hand_over(OptimizerConfig::adam());
+    }
+
+    #[test]
+    fn sgd_state_moves_between_gpu_and_cpu() {
+        hand_over(OptimizerConfig::Sgd { momentum: 0.9, weight_decay: 0.01 });
+    }
+
+    #[test]
+    fn a_lost_device_is_an_error_not_a_panic() {
+        let cfg = config(Activation::Gelu, true, OptimizerConfig::adam(), 4);
+        let mut gpu = GpuTrainer::new(ctx(), cfg).unwrap();
+        block_on(gpu.step()).unwrap();
+        gpu.context().device.destroy();
+        let err = block_on(gpu.step()).unwrap_err();
+        assert!(matches!(err, GpuError::Failed(_)), "{err}");
+        assert_eq!(gpu.step_count(), 1, "a failed step is not counted");
+    }
+
+    #[test]
+    fn gpu_trainer_rejects_second_order_optimizers() {
+        let cfg = TrainConfig { optimizer: OptimizerConfig::named("kfac").unwrap(), ..TrainConfig::browser_default() };
+        let err = GpuTrainer::new(ctx(), cfg).err().expect("K-FAC is not on the GPU");
+        assert!(err.to_string().contains("runs AdamW and SGD"), "{err}");
     }
 }

@@ -77,7 +77,7 @@ struct TrainArgs {
     seed: u64,
     #[command(flatten)]
     run: RunArgs,
-    /// Where the step runs: the CPU engine, the WGSL backend (AdamW only), or the GPU when one exists.
+    /// Where the step runs: the CPU engine, the WGSL backend (AdamW, SGD), or the GPU when one exists.
     #[arg(long, value_enum, default_value = "cpu")]
     backend: backend::Backend,
     /// Save a checkpoint here at the end (and where a non-finite loss stops the run).
@@ -101,13 +101,9 @@ fn train(a: TrainArgs) -> Result<(), Error> {
         }
         None => Trainer::new(a.run.config(&a.optimizer, a.seed)?)?,
     };
-    if a.backend != backend::Backend::Cpu && a.save.is_some() {
-        return Err(Error::Config(
-            "--save works with --backend cpu only: the GPU backend does not export its optimizer state yet".into(),
-        ));
-    }
     let cfg = trainer.config().clone();
     let baselines = trainer.baselines();
+    let num_params = trainer.model().num_params();
     let (mut trainer, chosen) = backend::Runner::new(trainer, a.backend)?;
     if !a.json {
         eprintln!("{chosen}");
@@ -141,7 +137,7 @@ fn train(a: TrainArgs) -> Result<(), Error> {
                 "train_loss": train_loss,
                 "val_loss": val_loss,
                 "elapsed_s": start.elapsed().as_secs_f64(),
-                "preconditioner": trainer.cpu().diagnostics().map(summarize),
+                "preconditioner": trainer.diagnostics().map(summarize),
             });
             match &bar {
                 Some(b) => b.set_message(format!("train {train_loss:.4}  val {val_loss:.4}")),
@@ -157,7 +153,7 @@ fn train(a: TrainArgs) -> Result<(), Error> {
         b.finish();
     }
     if let Some(dir) = &a.save {
-        trainer.cpu().snapshot().save(dir)?;
+        trainer.snapshot()?.save(dir)?;
     }
     if let Some(e) = failure {
         return Err(e);
@@ -175,7 +171,7 @@ fn train(a: TrainArgs) -> Result<(), Error> {
         "steps": trainer.step_count(),
         "wall_s": wall,
         "tokens_per_s": (done * cfg.batch * cfg.model.context) as f64 / wall.max(1e-9),
-        "params": trainer.cpu().model().num_params(),
+        "params": num_params,
         "backend": trainer.adapter().map_or("cpu".to_string(), |a| format!("gpu ({a})")),
         "vocab": cfg.model.vocab,
     });
