@@ -52,12 +52,18 @@ impl AdamW {
         AdamW { kernel: Kernel::new(ctx, "adamw", include_str!("kernels/adamw.wgsl"), &access, &["main"]) }
     }
 
+    /// The update of every parameter.
     pub fn op(&self, ctx: &GpuContext, s: &State, h: Hyper) -> Op {
-        let n = s.params.len;
-        assert!(s.grads.len >= n && s.m.len >= n && s.v.len >= n && s.decay.len >= n);
+        self.op_range(ctx, s, h, 0..s.params.len)
+    }
+
+    /// The update of the parameters in `range` only (CG-FAC's tensors outside the linear layers).
+    pub fn op_range(&self, ctx: &GpuContext, s: &State, h: Hyper, range: std::ops::Range<usize>) -> Op {
+        let (n, end) = (range.len(), range.end);
+        assert!(end <= s.params.len && s.grads.len >= end && s.m.len >= end && s.v.len >= end && s.decay.len >= end);
         assert!(s.sum_sq.len >= 1 && s.step.len >= 3);
         let bind = [s.params, s.grads, s.m, s.v, s.decay, s.sum_sq, s.step];
-        let p = [n as u32, f(h.beta1), f(h.beta2), f(h.eps), f(h.max_norm)];
+        let p = [n as u32, f(h.beta1), f(h.beta2), f(h.eps), f(h.max_norm), range.start as u32];
         self.kernel.op(ctx, 0, &bind, &p, grid_1d(n))
     }
 }

@@ -13,6 +13,7 @@
 
 pub mod activation;
 pub mod adamw;
+pub mod cgfac;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod bench;
 pub mod cross_entropy;

@@ -117,7 +117,7 @@ pub struct Diagnostics {
 
 /// `A <- keep A + (1 - keep) a~^T a~ / N` with `a~ = [a, 1]`, assembled from `a^T a` and the column
 /// sums of `a`: the GEMM then runs on din (often a multiple of the SIMD width), not din + 1.
-fn update_a_factor(a_factor: &mut [f32], aa: &mut [f32], a: &[f32], n: usize, din: usize, keep: f32) {
+pub(crate) fn update_a_factor(a_factor: &mut [f32], aa: &mut [f32], a: &[f32], n: usize, din: usize, keep: f32) {
     let (aa, mean) = aa[..din * din + din].split_at_mut(din * din);
     let am = MatRef::new(a, n, din);
     gemm(1.0 / n as f32, am.t(), am, 0.0, MatMut::new(aa, din, din));

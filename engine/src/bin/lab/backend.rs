@@ -66,7 +66,8 @@ impl Runner {
                 let line = format!("backend: gpu ({adapter})");
                 Ok((Runner::Gpu(Box::new(GpuRun { gpu, saved, adapter, sync_every: SYNC_EVERY })), line))
             }
-            // What the GPU trainer does not support (K-FAC, CG-FAC) is the user's choice to revisit,
+            // What the GPU trainer does not support (K-FAC, CG-FAC's matrix-free and exact-Fisher
+            // products) is the user's choice to revisit,
             // unless they left the choice to us.
             Err(GpuError::Engine(e)) if backend == Backend::Gpu => Err(gpu_error(e)),
             Err(e) => {
@@ -123,11 +124,11 @@ impl Runner {
         }
     }
 
-    /// K-FAC / CG-FAC diagnostics of the last step (those optimizers run on the CPU only).
+    /// K-FAC / CG-FAC diagnostics of the last step (K-FAC runs on the CPU only).
     pub fn diagnostics(&self) -> Option<&engine::optim::second_order::Diagnostics> {
         match self {
             Runner::Cpu(t) => t.diagnostics(),
-            Runner::Gpu(_) => None,
+            Runner::Gpu(run) => run.gpu.diagnostics(),
         }
     }
 
@@ -195,6 +196,7 @@ mod tests {
     /// The device is lost after `lose_after` GPU steps; the run must end where an uninterrupted
     /// CPU run ends.
     fn lost_device(optimizer: OptimizerConfig) {
+        let is_cgfac = matches!(optimizer, OptimizerConfig::CgFac(_));
         let (total, sync_every, lose_after) = (9, 3, 5);
         let cfg = config(optimizer, total);
         let mut reference = Trainer::new(cfg.clone()).unwrap();
@@ -222,6 +224,11 @@ mod tests {
         assert_eq!(snap.step, total);
         assert!(el < 1e-5, "losses differ by {el}");
         assert!(pe < 1e-3, "parameters differ by {pe}");
+        if is_cgfac {
+            // The CPU continued from the GPU's CG-FAC state, so its counters carry on.
+            let (d, r) = (runner.diagnostics().unwrap(), reference.diagnostics().unwrap());
+            assert_eq!(d.fallbacks_total, r.fallbacks_total);
+        }
         let ev = (runner.evaluate().unwrap() - reference.evaluate().unwrap()).abs();
         assert!(ev < 1e-4, "validation losses differ by {ev}");
     }
@@ -234,6 +241,11 @@ mod tests {
     #[test]
     fn a_lost_device_continues_on_the_cpu_with_the_sgd_state() {
         lost_device(OptimizerConfig::Sgd { momentum: 0.9, weight_decay: 0.01 });
+    }
+
+    #[test]
+    fn a_lost_device_continues_on_the_cpu_with_the_cgfac_state() {
+        lost_device(OptimizerConfig::named("cgfac").unwrap());
     }
 
     #[test]
@@ -258,12 +270,18 @@ mod tests {
     }
 
     #[test]
-    fn second_order_optimizers_stay_on_the_cpu() {
+    fn cgfac_runs_on_the_gpu_and_kfac_stays_on_the_cpu() {
         let cfg = config(OptimizerConfig::named("cgfac").unwrap(), 2);
+        let (mut runner, line) = Runner::with_context(Trainer::new(cfg).unwrap(), Backend::Gpu, Ok(ctx())).unwrap();
+        assert!(line.starts_with("backend: gpu ("), "{line}");
+        runner.step().unwrap();
+        assert_eq!(runner.diagnostics().unwrap().layers.len(), 2 * 6 + 1, "every linear layer reports");
+
+        let cfg = config(OptimizerConfig::named("kfac").unwrap(), 2);
         let (runner, line) =
             Runner::with_context(Trainer::new(cfg.clone()).unwrap(), Backend::Auto, Ok(ctx())).unwrap();
-        assert!(runner.adapter().is_none() && line.contains("runs AdamW and SGD"), "{line}");
+        assert!(runner.adapter().is_none() && line.contains("runs AdamW, SGD and CG-FAC"), "{line}");
         let err = Runner::with_context(Trainer::new(cfg).unwrap(), Backend::Gpu, Ok(ctx())).err().unwrap();
-        assert!(err.to_string().contains("runs AdamW and SGD"), "{err}");
+        assert!(err.to_string().contains("runs AdamW, SGD and CG-FAC"), "{err}");
     }
 }

@@ -77,7 +77,8 @@ struct TrainArgs {
     seed: u64,
     #[command(flatten)]
     run: RunArgs,
-    /// Where the step runs: the CPU engine, the WGSL backend (AdamW, SGD), or the GPU when one exists.
+    /// Where the step runs: the CPU engine, the WGSL backend (AdamW, SGD, CG-FAC with the factors
+    /// product), or the GPU when one exists.
     #[arg(long, value_enum, default_value = "cpu")]
     backend: backend::Backend,
     /// Save a checkpoint here at the end (and where a non-finite loss stops the run).

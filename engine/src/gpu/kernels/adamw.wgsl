@@ -9,6 +9,7 @@ struct Params {
     beta2: f32,
     eps: f32,
     max_norm: f32, // 0: no clipping
+    off: u32,      // first parameter updated (CG-FAC updates only the tensors outside linear layers)
 }
 
 @group(0) @binding(0) var<storage, read_write> prm: array<f32>;
@@ -22,10 +23,11 @@ struct Params {
 
 @compute @workgroup_size(256)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    let i = gid.x + gid.y * nwg.x * 256u;
-    if (i >= p.n) {
+    let j = gid.x + gid.y * nwg.x * 256u;
+    if (j >= p.n) {
         return;
     }
+    let i = p.off + j;
     let total = sqrt(norm[0]);
     var scale = 1.0;
     if (p.max_norm > 0.0 && total > p.max_norm) {
