@@ -8,6 +8,10 @@
 // Test 2 goes through the lab's features: presets and links, bad links, bad settings and
 // uploads, the keyboard, the sphere, attention and entropy panels, CG-FAC diagnostics,
 // JSON export, and measures frames and training steps per second.
+// Test 3 keeps the run: time to interactive and the engine's ms/step in wasm; the run saved to
+// IndexedDB and resumed exactly after a reload; model download (safetensors + config) and upload,
+// corrupt files; a non-finite loss (pause, keep the state, go on at a new learning rate); the
+// "Brownian or not?" panel and ghost walkers; figures as PNG; the light/dark theme toggle.
 // Screenshots land in e2e/artifacts/ (page*.png, panel-*.png).
 
 import { test } from 'node:test';
@@ -387,7 +391,15 @@ test('presets, links, bad input, panels, export and speed', { timeout: 240_000 }
       requestAnimationFrame(tick);
     }),
   );
+  const pageMsPerStep = await textOf(page, '#speed');
   notes.push(`frames per second while training ${speed.fps.toFixed(1)}; training steps per second ${speed.stepsPerSec.toFixed(1)} (default model, CPU)`);
+  // For the "within 2x of native" comparison: wall time per step in the page (drawing and probing
+  // included), and the page's own ms per optimizer step (training chunk only). The default browser
+  // experiment: TrainConfig::browser_default() (d_model 32, 2 layers, 4 heads, context 32, batch 8, adam).
+  notes.push(
+    `browser ms/step, default browser experiment (CPU path): ${(1000 / speed.stepsPerSec).toFixed(2)} ms wall per step; ` +
+      `${pageMsPerStep} per optimizer step inside the training chunks`,
+  );
   assert.ok(speed.fps >= 10, `the animation keeps going while training (${speed.fps.toFixed(1)} fps)`);
   assert.ok(speed.stepsPerSec > 1, `training makes progress (${speed.stepsPerSec.toFixed(1)} steps/s)`);
 
@@ -447,6 +459,218 @@ test('presets, links, bad input, panels, export and speed', { timeout: 240_000 }
   assert.ok(doc.metrics.attention_entropy.length >= 3);
   const attr = await page.evaluate(() => document.getElementById('export-json').dataset.json);
   assert.deepEqual(JSON.parse(attr), doc, 'the page keeps the exported JSON');
+
+  for (const n of notes) t.diagnostic(n);
+  assert.deepEqual(problems, [], 'no console errors or exceptions');
+});
+
+// ---------------------------------------------------------------- keeping the run
+
+/** Reads a safetensors header: { header, dataStart }. */
+function safetensorsHeader(buf) {
+  const n = Number(buf.readBigUInt64LE(0));
+  return { header: JSON.parse(buf.subarray(8, 8 + n).toString('utf8')), dataStart: 8 + n };
+}
+
+const trainLosses = (page) =>
+  page.evaluate(() => (document.getElementById('loss-chart')?.dataset.trainLosses ?? '').split(',').filter((x) => x !== '').map(Number));
+
+async function stepTo(page, n, timeout = 60_000) {
+  await page.waitForFunction((k) => Number(document.getElementById('step')?.textContent) >= k, n, { timeout, polling: 20 });
+}
+
+test('lose nothing, model files, non-finite loss, Brownian panel, PNG and theme', { timeout: 300_000 }, async (t) => {
+  const { page, problems } = await launch(t);
+  const notes = [];
+
+  // Time to interactive: navigation start to a usable Start button.
+  await page.goto(PAGE_URL, { waitUntil: 'commit' });
+  await page.waitForSelector('#start:enabled', { timeout: 60_000 });
+  const ttiMs = await page.evaluate(() => performance.now());
+  notes.push(`time to interactive (navigation start to Start enabled, localhost): ${ttiMs.toFixed(0)} ms`);
+  assert.equal(await page.$('#saved-run'), null, 'a fresh browser has no saved run');
+  // The engine alone in wasm: ms per optimizer step of the default browser experiment (training
+  // only), to hold against the native engine on the same config.
+  const benchMs = await page.evaluate(() => window.wasmBindings.bench_default_steps(200));
+  assert.ok(Number.isFinite(benchMs) && benchMs > 0);
+  notes.push(
+    `browser ms/step, default browser experiment (TrainConfig::browser_default: d_model 32, 2 layers, 4 heads, ` +
+      `context 32, batch 8, adam), engine only, 200 steps after 10 warm-up: ${benchMs.toFixed(2)} ms`,
+  );
+
+  // Lose nothing: three steps are saved to IndexedDB; after a reload the run resumes exactly.
+  for (let i = 1; i <= 3; i++) {
+    await page.click('#step-once');
+    await stepTo(page, i);
+  }
+  await page.waitForSelector('#saved[data-step="3"]', { timeout: 10_000 });
+  const saved = await trainLosses(page);
+  assert.equal(saved.length, 3);
+  await page.reload({ waitUntil: 'load' });
+  await page.waitForSelector('#saved-run', { timeout: 15_000 });
+  assert.match(await textOf(page, '#saved-run'), /step 3 of \d+/);
+  await page.click('#resume-saved');
+  await stepTo(page, 12);
+  await page.click('#start'); // pause
+  await waitPhase(page, ['paused']);
+  const resumed = await trainLosses(page);
+  const resumedStep = await stepOf(page);
+  assert.deepEqual(resumed.slice(0, 3), saved, 'the losses before the reload are kept');
+  assert.equal(resumed.length, resumedStep, 'the step count continues from the saved step');
+  assert.match(await textOf(page, '#notice'), /resumed the saved run at step 3/);
+  // The same run without the reload gives the same losses: the restore is exact.
+  await page.click('#reset');
+  await waitPhase(page, ['idle']);
+  await page.click('#start');
+  await stepTo(page, resumedStep + 2);
+  await page.click('#start');
+  await waitPhase(page, ['paused']);
+  const reference = await trainLosses(page);
+  assert.deepEqual(reference.slice(0, resumed.length), resumed, 'resumed run = uninterrupted run');
+
+  // Download the model (one safetensors file with its config) and its config.json.
+  const k = await stepOf(page);
+  const [dl] = await Promise.all([page.waitForEvent('download', { timeout: 10_000 }), page.click('#download-model')]);
+  assert.equal(dl.suggestedFilename(), 'spherewalk-model.safetensors');
+  const modelPath = join(ARTIFACTS, 'spherewalk-model.safetensors');
+  await dl.saveAs(modelPath);
+  const modelBytes = readFileSync(modelPath);
+  const { header, dataStart } = safetensorsHeader(modelBytes);
+  assert.deepEqual(header.wte.shape.length, 2, 'wte is named as in the README');
+  assert.equal(header['head.weight'].dtype, 'F32');
+  assert.ok(header['blocks.1.attn.q.weight'], 'per-block names as in the README');
+  const meta = header.__metadata__;
+  assert.equal(meta.format, 'spherewalk');
+  assert.equal(Number(meta.step), k);
+  assert.equal(JSON.parse(meta.config).model.d_model, 32);
+  const [dlc] = await Promise.all([page.waitForEvent('download', { timeout: 10_000 }), page.click('#download-config')]);
+  assert.equal(dlc.suggestedFilename(), 'config.json');
+  const configText = readFileSync(await dlc.path(), 'utf8');
+  assert.equal(JSON.parse(configText).step, k);
+  // The next step's loss of the uninterrupted run: a model loaded from the file must give it too.
+  await page.click('#step-once');
+  await stepTo(page, k + 1);
+  const nextLoss = (await trainLosses(page))[k];
+
+  // A corrupt model file: a clear message, and the page keeps working.
+  await page.setInputFiles('#model-input', { name: 'broken.safetensors', mimeType: 'application/octet-stream', buffer: Buffer.from('this is not a model at all, just text') });
+  await page.waitForSelector('#model-error', { timeout: 10_000 });
+  assert.match(await textOf(page, '#model-error'), /broken\.safetensors is not valid safetensors/);
+  assert.equal(await stepOf(page), k + 1, 'a rejected upload changes nothing');
+
+  // Upload the downloaded file: training continues from its weights at its step.
+  await page.click('#reset');
+  await waitPhase(page, ['idle']);
+  await page.setInputFiles('#model-input', modelPath);
+  await page.waitForSelector('#model-note', { timeout: 10_000 });
+  assert.match(await textOf(page, '#model-note'), new RegExp(`at step ${k} of`));
+  assert.equal(await stepOf(page), k);
+  assert.equal(await phase(page), 'paused');
+  await page.click('#step-once');
+  await stepTo(page, k + 1);
+  assert.equal((await trainLosses(page))[0], nextLoss, 'the uploaded model gives the same next loss');
+  // Weights without metadata plus the config.json, chosen together, work as well.
+  const bare = { ...header };
+  delete bare.__metadata__;
+  let h = Buffer.from(JSON.stringify(bare));
+  h = Buffer.concat([h, Buffer.alloc((8 - (h.length % 8)) % 8, 0x20)]);
+  const len = Buffer.alloc(8);
+  len.writeBigUInt64LE(BigInt(h.length));
+  const weightsOnly = Buffer.concat([len, h, modelBytes.subarray(dataStart)]);
+  await page.setInputFiles('#model-input', [
+    { name: 'model.safetensors', mimeType: 'application/octet-stream', buffer: weightsOnly },
+    { name: 'config.json', mimeType: 'application/json', buffer: Buffer.from(configText) },
+  ]);
+  await page.waitForFunction(() => /loaded model\.safetensors/.test(document.getElementById('model-note')?.textContent ?? ''), null, { timeout: 10_000 });
+  assert.equal(await stepOf(page), k);
+  // Weights alone, without any config: a clear message.
+  await page.setInputFiles('#model-input', { name: 'model.safetensors', mimeType: 'application/octet-stream', buffer: weightsOnly });
+  await page.waitForSelector('#model-error', { timeout: 10_000 });
+  assert.match(await textOf(page, '#model-error'), /carries no config/);
+
+  // A non-finite loss: the run pauses with a message, keeps its state, and goes on at a sane rate.
+  await page.click('#reset');
+  await waitPhase(page, ['idle']);
+  await setField(page, '#lr', '1e30');
+  await page.click('#start');
+  await page.waitForFunction(() => /not finite/.test(document.getElementById('error')?.textContent ?? ''), null, { timeout: 30_000 });
+  assert.equal(await phase(page), 'paused', 'a non-finite loss pauses the run');
+  const nanError = await textOf(page, '#error');
+  assert.match(nanError, /with learning rate 1e30: training paused\. The state after step \d+ is kept/);
+  const kept = await stepOf(page);
+  assert.ok((await trainLosses(page)).every(Number.isFinite));
+  await setField(page, '#lr', '0.003');
+  assert.match(await textOf(page, '#pending'), /applies when you press Resume/);
+  await page.click('#start'); // Resume with the new rate
+  await stepTo(page, kept + 5);
+  await page.click('#start');
+  await waitPhase(page, ['paused', 'done']);
+  assert.equal(await page.$('#error'), null, 'the message goes once training goes on');
+  assert.ok((await trainLosses(page)).every(Number.isFinite), 'losses are finite after the new rate');
+  notes.push(`non-finite loss: "${nanError}"`);
+
+  // Brownian or not?: finite D, R^2 and KS, and ghost walkers drawn beside the tokens.
+  await open(page, '#preset=brownian');
+  assert.equal(await valueOf(page, '#preset'), 'brownian');
+  await page.click('#start');
+  await page.waitForFunction(
+    () => ['brownian-d', 'brownian-r2', 'brownian-ks'].every((id) => Number.isFinite(Number(document.getElementById(id)?.dataset.value ?? 'x'))) &&
+      Number(document.getElementById('sphere')?.dataset.ghosts) > 0,
+    null,
+    { timeout: 60_000, polling: 100 },
+  );
+  await page.click('#start');
+  await waitPhase(page, ['paused', 'done']);
+  const br = await page.evaluate(() => Object.fromEntries(['brownian-d', 'brownian-r2', 'brownian-ks'].map((id) => [id, Number(document.getElementById(id).dataset.value)])));
+  assert.ok(br['brownian-d'] > 0, `D is positive (${br['brownian-d']})`);
+  assert.ok(br['brownian-ks'] >= 0 && br['brownian-ks'] <= 1, `KS in [0, 1] (${br['brownian-ks']})`);
+  assert.ok(Number.isFinite(br['brownian-r2']));
+  assert.ok((await page.evaluate(() => Number(document.getElementById('brownian-chart').dataset.points))) >= 2);
+  assert.ok((await inkOf(page, '#brownian-chart')) > 1000, 'the Brownian chart is drawn');
+  assert.ok((await inkOf(page, '#brownian-msd-chart')) > 1000, 'the MSD chart is drawn');
+  const ghosts = await page.evaluate(() => Number(document.getElementById('sphere').dataset.ghosts));
+  assert.equal(ghosts, 32, 'one ghost walker per token');
+  await page.locator('#panel-brownian').screenshot({ path: join(ARTIFACTS, 'panel-brownian.png') });
+  await page.locator('#panel-sphere').screenshot({ path: join(ARTIFACTS, 'panel-sphere-ghosts.png') });
+  // Another depth: the analysis follows the sphere view's depth slider, also while paused.
+  assert.match(await textOf(page, '#brownian-note'), /^depth 0:/);
+  await page.evaluate(() => {
+    const d = document.getElementById('depth');
+    d.value = d.max;
+    d.dispatchEvent(new Event('input', { bubbles: true }));
+  });
+  await page.waitForFunction(() => /^depth 2:/.test(document.getElementById('brownian-note')?.textContent ?? ''), null, { timeout: 5_000 });
+  assert.equal(await page.evaluate(() => Number(document.getElementById('sphere').dataset.ghosts)), 32);
+  await page.uncheck('#ghosts');
+  await page.waitForFunction(() => Number(document.getElementById('sphere').dataset.ghosts) === 0, null, { timeout: 5_000 });
+  notes.push(`Brownian or not? D ${br['brownian-d'].toExponential(3)} per step, R^2 ${br['brownian-r2'].toFixed(3)}, KS ${br['brownian-ks'].toFixed(3)}`);
+
+  // Figures as PNG.
+  const [png] = await Promise.all([page.waitForEvent('download', { timeout: 10_000 }), page.click('#png-loss-chart')]);
+  assert.equal(png.suggestedFilename(), 'spherewalk-loss.png');
+  const pngBytes = readFileSync(await png.path());
+  assert.deepEqual([...pngBytes.subarray(0, 8)], [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a], 'a PNG file');
+  assert.ok(pngBytes.length > 2000);
+  for (const id of ['sphere', 'attention', 'entropy-chart', 'brownian-chart', 'brownian-msd-chart']) {
+    assert.ok(await page.$(`#png-${id}`), `a PNG button for #${id}`);
+    const url = await page.evaluate((c) => document.getElementById(c).toDataURL(), id);
+    assert.match(url, /^data:image\/png;base64,[A-Za-z0-9+/]{100,}/);
+  }
+
+  // Light and dark theme: the toggle switches, and the choice survives a reload.
+  const themeOf = () => page.evaluate(() => ({ theme: document.documentElement.dataset.theme, bg: getComputedStyle(document.body).backgroundColor }));
+  const light = await themeOf();
+  assert.equal(light.theme, 'light');
+  await page.click('#theme');
+  const dark = await themeOf();
+  assert.equal(dark.theme, 'dark');
+  assert.notEqual(dark.bg, light.bg, 'the page colours change');
+  await page.reload({ waitUntil: 'load' });
+  await page.waitForSelector('#start');
+  assert.equal((await themeOf()).theme, 'dark', 'the theme is remembered');
+  await page.screenshot({ path: join(ARTIFACTS, 'page-dark-toggle.png') });
+  await page.click('#theme');
+  assert.equal((await themeOf()).theme, 'light');
 
   for (const n of notes) t.diagnostic(n);
   assert.deepEqual(problems, [], 'no console errors or exceptions');

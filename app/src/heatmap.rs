@@ -116,6 +116,7 @@ pub fn AttentionPanel(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                 {slider("att-head", "head", head, 0, move || heads().saturating_sub(1))}
                 {slider("att-k", "power k", k, 1, || 16)}
             </div>
+            <crate::panels::PngButton canvas="attention" file="spherewalk-attention.png" />
             <canvas
                 id="attention"
                 node_ref=canvas_ref

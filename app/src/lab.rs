@@ -8,13 +8,17 @@
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 
+use engine::checkpoint::Snapshot as Checkpoint;
 use engine::data::Split;
 use engine::model::Cache;
 use engine::science::{cache as sci_cache, sphere};
 use engine::{TrainConfig, Trainer};
 use leptos::prelude::*;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
+use crate::brownian_view::{self, Analysis};
+use crate::model_io::{self, SavedMeta};
+use crate::persist;
 use crate::settings::Settings;
 
 /// Milliseconds of training per animation frame before yielding to the browser.
@@ -25,6 +29,12 @@ const PROBE_EVERY_MS: f64 = 120.0;
 pub const TRAIL_LEN: usize = 12;
 /// Earlier runs kept on the loss chart for comparison.
 const EARLIER_RUNS: usize = 3;
+/// Least time between two saves of the run to the browser's storage while training.
+const SAVE_EVERY_MS: f64 = 3000.0;
+/// Probe snapshots kept for the Brownian analysis (thinned evenly beyond).
+const HISTORY_LEN: usize = 40;
+/// Least time between two Brownian analyses while training.
+const BROWNIAN_EVERY_MS: f64 = 600.0;
 
 thread_local! {
     /// The running trainer and its probe. They live outside the reactive graph: neither is `Send`
@@ -32,6 +42,10 @@ thread_local! {
     static TRAINER: RefCell<Option<(Trainer, Probe)>> = const { RefCell::new(None) };
     /// Generation of the frame loop: bumping it stops any loop already scheduled.
     static LOOP_GENERATION: Cell<u64> = const { Cell::new(0) };
+    /// The trainer before its last step that went well: where a non-finite loss goes back to.
+    static ROLLBACK: RefCell<Option<Checkpoint>> = const { RefCell::new(None) };
+    /// When the run was last saved to IndexedDB.
+    static LAST_SAVE_MS: Cell<f64> = const { Cell::new(f64::NEG_INFINITY) };
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -82,13 +96,15 @@ pub struct Snapshot {
     pub explained: Vec<f64>,
     /// Per layer and head (layer * heads + head): the (T, T) attention of the probe row.
     pub attention: Vec<Vec<f64>>,
+    /// The Brownian analysis of the points over training at one depth (None: too few frames yet).
+    pub brownian: Option<Result<Analysis, String>>,
 }
 
 /// An earlier run's training curve: (label, (step, loss) points).
 pub type EarlierRun = (String, Vec<(usize, f32)>);
 
 /// One point of the CG-FAC / K-FAC diagnostics history.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct DiagPoint {
     pub step: usize,
     pub mean_iterations: f64,
@@ -104,6 +120,11 @@ struct Probe {
     targets: Vec<u32>,
     previous: Vec<Option<Vec<f64>>>,
     trails: Vec<VecDeque<Vec<[f64; 3]>>>,
+    /// (step, points of every depth) of earlier snapshots, for the Brownian analysis.
+    history: Vec<(usize, Vec<Vec<f64>>)>,
+    /// The last Brownian analysis, and when it ran: reused between analyses while training.
+    brownian: Option<Result<Analysis, String>>,
+    brownian_ms: f64,
     last_ms: f64,
 }
 
@@ -119,16 +140,36 @@ impl Probe {
             targets,
             previous: vec![None; cfg.layers + 1],
             trails: vec![VecDeque::new(); cfg.layers + 1],
+            history: Vec::new(),
+            brownian: None,
+            brownian_ms: f64::NEG_INFINITY,
             last_ms: f64::NEG_INFINITY,
         }
     }
 
+    /// The Brownian analysis of the history at `depth` (None with fewer than three snapshots).
+    fn analyse(&self, trainer: &Trainer, depth: usize) -> Option<Result<Analysis, String>> {
+        let cfg = &trainer.model().cfg;
+        if self.history.len() < 3 || depth > cfg.layers {
+            return None;
+        }
+        let frames: Vec<&[f64]> = self.history.iter().map(|(_, f)| f[depth].as_slice()).collect();
+        let times: Vec<f64> = self.history.iter().map(|(s, _)| *s as f64).collect();
+        let components = self.previous[depth].as_deref().unwrap_or(&[]);
+        Some(brownian_view::analyse(&frames, &times, cfg.d_model, components, depth, trainer.config().seed))
+    }
+
     /// Runs the probe row through the model; returns the snapshot and the per-layer entropies.
-    fn look(&mut self, trainer: &Trainer) -> Result<(Snapshot, Vec<f64>), String> {
+    /// The Brownian analysis (of `depth`) runs at most every [`BROWNIAN_EVERY_MS`] unless `fresh`.
+    fn look(&mut self, trainer: &Trainer, depth: usize, fresh: bool) -> Result<(Snapshot, Vec<f64>), String> {
         let model = trainer.model();
         let cfg = &model.cfg;
         model.forward(&mut self.cache, &self.tokens, &self.targets).map_err(|e| format!("probe failed: {e}"))?;
         let mut explained = Vec::with_capacity(cfg.layers + 1);
+        let step = trainer.step_count();
+        // Times must increase: a rollback (non-finite loss) goes back in steps.
+        self.history.retain(|(s, _)| *s < step);
+        let mut frame = Vec::with_capacity(cfg.layers + 1);
         for depth in 0..=cfg.layers {
             let points = sci_cache::sphere_points(cfg, &self.cache, depth).map_err(|e| e.to_string())?;
             let p =
@@ -140,7 +181,26 @@ impl Probe {
                 trail.pop_front();
             }
             trail.push_back(p.points);
+            frame.push(points);
         }
+        self.history.push((step, frame));
+        if self.history.len() > HISTORY_LEN {
+            let last = self.history.len() - 1;
+            let old = std::mem::take(&mut self.history);
+            self.history = old
+                .into_iter()
+                .enumerate()
+                .filter(|(i, _)| *i == 0 || (last - i).is_multiple_of(2))
+                .map(|(_, h)| h)
+                .collect();
+        }
+        let now = now_ms();
+        let stale = self.brownian.as_ref().and_then(|b| b.as_ref().ok()).is_some_and(|a| a.depth != depth);
+        if fresh || stale || self.brownian.is_none() || now - self.brownian_ms >= BROWNIAN_EVERY_MS {
+            self.brownian = self.analyse(trainer, depth);
+            self.brownian_ms = now;
+        }
+        let brownian = self.brownian.clone();
         let mut attention = Vec::with_capacity(cfg.layers * cfg.heads);
         let mut entropy = Vec::with_capacity(cfg.layers);
         for layer in 0..cfg.layers {
@@ -161,6 +221,7 @@ impl Probe {
             trails: self.trails.iter().map(|t| t.iter().cloned().collect()).collect(),
             explained,
             attention,
+            brownian,
         };
         Ok((snap, entropy))
     }
@@ -193,6 +254,16 @@ pub struct Lab {
     /// Rotation of the sphere view (radians); the loop turns it while training.
     pub yaw: RwSignal<f64>,
     pub pitch: RwSignal<f64>,
+    /// The depth the sphere view and the Brownian panel show (0..=L).
+    pub depth: RwSignal<usize>,
+    /// Steps done before the first point of `train` (a loaded model).
+    pub base_step: RwSignal<usize>,
+    /// A run saved in the browser's storage that can be resumed: (step, total, description).
+    pub saved: RwSignal<Option<(usize, usize, String)>>,
+    /// The step of the last save to the browser's storage.
+    pub saved_step: RwSignal<Option<usize>>,
+    /// A note about the run (restored, model loaded, ...).
+    pub notice: RwSignal<Option<String>>,
 }
 
 impl Lab {
@@ -215,6 +286,11 @@ impl Lab {
             diag_text: RwSignal::new(None),
             yaw: RwSignal::new(0.6),
             pitch: RwSignal::new(0.35),
+            depth: RwSignal::new(0),
+            base_step: RwSignal::new(0),
+            saved: RwSignal::new(None),
+            saved_step: RwSignal::new(None),
+            notice: RwSignal::new(None),
         }
     }
 
@@ -234,13 +310,50 @@ impl Lab {
                 }
             }
             Phase::Running => self.pause(),
-            Phase::Paused => self.run(),
+            Phase::Paused => {
+                self.apply_lr_change();
+                self.run();
+            }
         }
     }
 
     pub fn pause(self) {
         next_generation();
         self.phase.set(Phase::Paused);
+        self.save(true);
+    }
+
+    /// Whether the settings differ from the run's only in the learning rate (it applies on Resume).
+    pub fn only_lr_changed(self) -> bool {
+        let now = self.settings.get();
+        self.run_settings.with(|r| r.as_ref().is_some_and(|r| *r != now && Settings { lr: r.lr, ..now.clone() } == *r))
+    }
+
+    /// On Resume or Step of a paused run: a new learning rate applies to the run in progress
+    /// (weights, optimizer state and step are kept).
+    fn apply_lr_change(self) {
+        if !self.only_lr_changed() {
+            return;
+        }
+        let settings = self.settings.get_untracked();
+        let lr = settings.lr;
+        let result = TRAINER.with_borrow_mut(|slot| -> Result<TrainConfig, String> {
+            let (trainer, _) = slot.as_mut().ok_or("no run")?;
+            let mut snap = trainer.snapshot();
+            snap.config.lr = lr;
+            let t = Trainer::restore(snap).map_err(|e| e.to_string())?;
+            *trainer = t;
+            Ok(trainer.config().clone())
+        });
+        match result {
+            Ok(cfg) => {
+                ROLLBACK.with_borrow_mut(|r| *r = None);
+                self.run_config.set(Some(cfg));
+                self.run_settings.set(Some(settings));
+                self.notice.set(Some(format!("learning rate {lr} applied; training continues")));
+            }
+            Err(e) => self.error.set(Some(format!("could not apply the learning rate: {e}"))),
+        }
     }
 
     /// One optimizer step, starting a run first when there is none.
@@ -252,10 +365,12 @@ impl Lab {
                     return;
                 }
             }
-            Phase::Paused => {}
+            Phase::Paused => self.apply_lr_change(),
         }
         self.phase.set(Phase::Paused);
-        self.advance(true);
+        if self.advance(true).is_some() {
+            self.save(true);
+        }
     }
 
     /// Drops the run (keeping its curve for comparison) and goes back to idle.
@@ -263,7 +378,14 @@ impl Lab {
         next_generation();
         self.keep_curve();
         TRAINER.with_borrow_mut(|slot| *slot = None);
+        ROLLBACK.with_borrow_mut(|r| *r = None);
         self.clear();
+        self.saved_step.set(None);
+        leptos::task::spawn_local(async {
+            if let Err(e) = persist::delete().await {
+                web_sys::console::warn_1(&format!("Spherewalk: {e}").into());
+            }
+        });
         self.run_settings.set(None);
         self.run_config.set(None);
         self.total_steps.set(self.settings.with_untracked(|s| s.steps));
@@ -289,6 +411,8 @@ impl Lab {
 
     fn clear(self) {
         self.error.set(None);
+        self.notice.set(None);
+        self.base_step.set(0);
         self.train.set(Vec::new());
         self.val.set(Vec::new());
         self.ms_per_step.set(None);
@@ -312,6 +436,8 @@ impl Lab {
         });
         match made {
             Ok((trainer, probe)) => {
+                self.saved.set(None);
+                ROLLBACK.with_borrow_mut(|r| *r = None);
                 self.total_steps.set(trainer.config().steps);
                 self.eval_every.set(trainer.config().eval_every);
                 self.run_config.set(Some(trainer.config().clone()));
@@ -329,6 +455,7 @@ impl Lab {
 
     fn run(self) {
         let generation = next_generation();
+        self.error.set(None);
         self.phase.set(Phase::Running);
         request_animation_frame(move || self.frame(generation));
     }
@@ -339,10 +466,14 @@ impl Lab {
         }
         self.yaw.update(|y| *y += 0.004);
         match self.advance(false) {
-            Some(false) => request_animation_frame(move || self.frame(generation)),
+            Some(false) => {
+                self.save(false);
+                request_animation_frame(move || self.frame(generation))
+            }
             Some(true) => {
                 next_generation();
                 self.phase.set(Phase::Done);
+                self.save(true);
             }
             None => {}
         }
@@ -357,12 +488,28 @@ impl Lab {
         let budget = if single { 0.0 } else { FRAME_BUDGET_MS };
         let outcome = TRAINER.with_borrow_mut(|slot| match slot.as_mut() {
             Some((trainer, probe)) => {
-                let r = chunk.run(trainer, need_initial_eval, started, budget);
+                let r = ROLLBACK.with_borrow_mut(|rb| chunk.run(trainer, rb, need_initial_eval, started, budget));
+                let r = match r {
+                    Err(Fault::NonFinite(message)) => {
+                        // Back to the state before the last step that went well: the step after it
+                        // may have left weights that overflow, whatever the learning rate.
+                        if let Some(snap) = ROLLBACK.with_borrow_mut(Option::take) {
+                            match Trainer::restore(snap) {
+                                Ok(t) => *trainer = t,
+                                Err(e) => return Err(format!("{message}; going back failed: {e}")),
+                            }
+                        }
+                        chunk.non_finite = Some((message, trainer.step_count()));
+                        Ok(false)
+                    }
+                    Err(Fault::Other(message)) => Err(message),
+                    Ok(done) => Ok(done),
+                };
                 let now = now_ms();
                 let finished = matches!(r, Ok(true));
                 if r.is_ok() && (single || finished || now - probe.last_ms >= PROBE_EVERY_MS) {
                     probe.last_ms = now;
-                    match probe.look(trainer) {
+                    match probe.look(trainer, self.depth.get_untracked(), single || finished) {
                         Ok(look) => chunk.look = Some(look),
                         Err(e) => return Err(e),
                     }
@@ -406,6 +553,32 @@ impl Lab {
             None => Err("the trainer is gone (internal error)".to_string()),
         });
         let elapsed = now_ms() - started;
+        if let Some((message, kept)) = chunk.non_finite.take() {
+            let keep = |v: &mut Vec<(usize, f32)>| v.retain(|p| p.0 <= kept);
+            chunk.train.retain(|p| p.0 <= kept);
+            chunk.val.retain(|p| p.0 <= kept);
+            self.train.update(|t| {
+                t.extend_from_slice(&chunk.train);
+                keep(t)
+            });
+            self.val.update(|v| {
+                v.extend_from_slice(&chunk.val);
+                keep(v)
+            });
+            self.entropy.update(|e| e.retain(|p| p.0 <= kept));
+            self.diagnostics.update(|d| d.retain(|p| p.step <= kept));
+            let lr = self.run_settings.with_untracked(|s| s.as_ref().map(|s| s.lr)).unwrap_or(f32::NAN);
+            let lr = if lr != 0.0 && !(1e-4..1e4).contains(&lr.abs()) { format!("{lr:e}") } else { lr.to_string() };
+            web_sys::console::warn_1(&format!("Spherewalk: {message}").into());
+            self.error.set(Some(format!(
+                "{message} with learning rate {lr}: training paused. The state after step {kept} is kept; \
+                 lower the learning rate and press Resume."
+            )));
+            next_generation();
+            self.phase.set(Phase::Paused);
+            self.save(true);
+            return None;
+        }
         if !chunk.train.is_empty() {
             self.ms_per_step.set(Some(elapsed / chunk.train.len() as f64));
             self.train.update(|t| t.extend_from_slice(&chunk.train));
@@ -445,27 +618,54 @@ struct Chunk {
     val: Vec<(usize, f32)>,
     look: Option<(Snapshot, Vec<f64>)>,
     diag: Option<(DiagPoint, String)>,
+    /// A non-finite loss: the message and the step the trainer went back to.
+    non_finite: Option<(String, usize)>,
+}
+
+/// Why a chunk stopped early.
+enum Fault {
+    /// A non-finite loss or gradient: the run pauses and keeps its last good state.
+    NonFinite(String),
+    Other(String),
+}
+
+fn fault(e: engine::Error, context: String) -> Fault {
+    match e {
+        engine::Error::NonFinite { what, step } => {
+            Fault::NonFinite(format!("the {what} is not finite (NaN or infinity) at step {}", step + 1))
+        }
+        e => Fault::Other(format!("{context}: {e}")),
+    }
 }
 
 impl Chunk {
     /// Steps until `budget_ms` is spent (at least one step). Returns Ok(true) when the run is complete.
-    fn run(&mut self, trainer: &mut Trainer, initial_eval: bool, started: f64, budget_ms: f64) -> Result<bool, String> {
+    fn run(
+        &mut self,
+        trainer: &mut Trainer,
+        rollback: &mut Option<Checkpoint>,
+        initial_eval: bool,
+        started: f64,
+        budget_ms: f64,
+    ) -> Result<bool, Fault> {
         let total = trainer.config().steps;
         let eval_every = trainer.config().eval_every;
         if initial_eval {
-            let loss = trainer.evaluate().map_err(|e| format!("validation failed before training: {e}"))?;
+            let loss = trainer.evaluate().map_err(|e| fault(e, "validation failed before training".into()))?;
             self.val.push((trainer.step_count(), loss));
         }
         loop {
             if trainer.step_count() >= total {
                 return Ok(true);
             }
-            let report =
-                trainer.step().map_err(|e| format!("training step {} failed: {e}", trainer.step_count() + 1))?;
+            let before = trainer.snapshot();
+            let n = trainer.step_count() + 1;
+            let report = trainer.step().map_err(|e| fault(e, format!("training step {n} failed")))?;
+            *rollback = Some(before);
             let done = trainer.step_count();
             self.train.push((done, report.loss));
             if done == total || (eval_every > 0 && done.is_multiple_of(eval_every)) {
-                let loss = trainer.evaluate().map_err(|e| format!("validation after step {done} failed: {e}"))?;
+                let loss = trainer.evaluate().map_err(|e| fault(e, format!("validation after step {done} failed")))?;
                 self.val.push((done, loss));
             }
             if now_ms() - started >= budget_ms {
@@ -484,4 +684,187 @@ fn next_generation() -> u64 {
 
 pub fn now_ms() -> f64 {
     web_sys::window().and_then(|w| w.performance()).map(|p| p.now()).unwrap_or(0.0)
+}
+
+/// Keeping the run: saving to the browser's storage, resuming, and models from files.
+impl Lab {
+    /// Saves the run to IndexedDB, at most every [`SAVE_EVERY_MS`] unless `force`.
+    pub fn save(self, force: bool) {
+        let now = now_ms();
+        if !force && now - LAST_SAVE_MS.get() < SAVE_EVERY_MS {
+            return;
+        }
+        let Some(settings) = self.run_settings.get_untracked() else { return };
+        let record = TRAINER.with_borrow(|slot| {
+            let (trainer, _) = slot.as_ref()?;
+            let snap = trainer.snapshot();
+            let meta = SavedMeta {
+                engine: engine::VERSION.into(),
+                saved_at: js_sys::Date::now(),
+                settings,
+                config: snap.config.clone(),
+                step: snap.step,
+                train: self.train.get_untracked(),
+                val: self.val.get_untracked(),
+                entropy: self.entropy.get_untracked(),
+                diagnostics: self.diagnostics.get_untracked(),
+            };
+            Some((snap.step, model_io::to_record(&snap, &meta)))
+        });
+        let Some((step, record)) = record else { return };
+        LAST_SAVE_MS.set(now);
+        match record {
+            Ok(record) => leptos::task::spawn_local(async move {
+                match persist::put(record).await {
+                    Ok(()) => self.saved_step.set(Some(step)),
+                    Err(e) => web_sys::console::warn_1(&format!("Spherewalk: {e}").into()),
+                }
+            }),
+            Err(e) => web_sys::console::warn_1(&format!("Spherewalk: could not save the run: {e}").into()),
+        }
+    }
+
+    /// Looks for a saved run and offers it.
+    pub fn check_saved(self) {
+        leptos::task::spawn_local(async move {
+            match persist::get().await {
+                Ok(Some(record)) => match model_io::meta_of(&record) {
+                    Ok(meta) => {
+                        if self.run_settings.with_untracked(Option::is_none) {
+                            let when = js_sys::Date::new(&meta.saved_at.into());
+                            let what = format!(
+                                "{} preset, {} lr {}, saved {}",
+                                meta.settings.preset,
+                                meta.settings.optimizer,
+                                meta.settings.lr,
+                                String::from(when.to_locale_string("default", &wasm_bindgen::JsValue::UNDEFINED))
+                            );
+                            self.saved.set(Some((meta.step, meta.config.steps, what)));
+                        }
+                    }
+                    Err(e) => web_sys::console::warn_1(&format!("Spherewalk: {e}").into()),
+                },
+                Ok(None) => {}
+                Err(e) => web_sys::console::warn_1(&format!("Spherewalk: {e}").into()),
+            }
+        });
+    }
+
+    /// Restores the saved run exactly (weights, optimizer state, step, metrics) and continues it.
+    pub fn resume_saved(self) {
+        leptos::task::spawn_local(async move {
+            let restored = match persist::get().await {
+                Ok(Some(record)) => model_io::from_record(&record),
+                Ok(None) => Err("there is no saved run any more".into()),
+                Err(e) => Err(e),
+            }
+            .and_then(|(snap, meta)| Trainer::restore(snap).map(|t| (t, meta)).map_err(|e| e.to_string()));
+            match restored {
+                Ok((trainer, meta)) => {
+                    let step = trainer.step_count();
+                    let total = trainer.config().steps;
+                    self.install(trainer, meta.settings, 0);
+                    self.train.set(meta.train);
+                    self.val.set(meta.val);
+                    self.entropy.set(meta.entropy);
+                    self.diagnostics.set(meta.diagnostics);
+                    self.saved_step.set(Some(step));
+                    self.notice.set(Some(format!("resumed the saved run at step {step}")));
+                    if step < total {
+                        self.run();
+                    } else {
+                        self.phase.set(Phase::Done);
+                    }
+                }
+                Err(e) => {
+                    self.saved.set(None);
+                    self.error.set(Some(format!("could not resume the saved run: {e}")));
+                }
+            }
+        });
+    }
+
+    /// Forgets the saved run.
+    pub fn discard_saved(self) {
+        self.saved.set(None);
+        leptos::task::spawn_local(async {
+            if let Err(e) = persist::delete().await {
+                web_sys::console::warn_1(&format!("Spherewalk: {e}").into());
+            }
+        });
+    }
+
+    /// Makes `trainer` the paused run in progress, with `settings` as its settings.
+    fn install(self, trainer: Trainer, settings: Settings, base_step: usize) {
+        next_generation();
+        self.keep_curve();
+        self.clear();
+        self.saved.set(None);
+        ROLLBACK.with_borrow_mut(|r| *r = None);
+        self.base_step.set(base_step);
+        self.total_steps.set(trainer.config().steps);
+        self.eval_every.set(trainer.config().eval_every);
+        self.run_config.set(Some(trainer.config().clone()));
+        self.settings.set(settings.clone());
+        self.run_settings.set(Some(settings));
+        let probe = Probe::new(&trainer);
+        TRAINER.with_borrow_mut(|slot| *slot = Some((trainer, probe)));
+        self.phase.set(Phase::Paused);
+    }
+
+    /// The model of the run in progress as a safetensors file, and its config JSON.
+    pub fn model_files(self) -> Result<(Vec<u8>, String), String> {
+        let settings = self.run_settings.get_untracked().ok_or("no model yet: start or step a run first")?;
+        TRAINER.with_borrow(|slot| {
+            let (trainer, _) = slot.as_ref().ok_or("no model yet: start or step a run first")?;
+            let cfg = trainer.config();
+            let file = model_io::model_file(cfg, &settings, trainer.step_count(), &trainer.model().params)?;
+            Ok((file, model_io::config_file(cfg, trainer.step_count())))
+        })
+    }
+
+    /// Continues training from uploaded weights (the optimizer state starts fresh). Returns a note.
+    pub fn load_model(self, up: model_io::Uploaded) -> Result<String, String> {
+        let name = up.name.clone();
+        let trainer = Trainer::new(up.config).map_err(|e| format!("{name}: its config does not make a run: {e}"))?;
+        let params = engine::checkpoint::flat_from_named(&trainer.model().layout, up.weights, &name)
+            .map_err(|e| format!("{e} (does the config belong to this model?)"))?;
+        if let Some(i) = params.iter().position(|v| !v.is_finite()) {
+            return Err(format!("{name}: weight {i} is not finite; the model cannot be trained on"));
+        }
+        let total = trainer.config().steps;
+        let step = if up.step < total { up.step } else { 0 };
+        let mut snap = trainer.snapshot();
+        snap.params = params;
+        snap.step = step;
+        let trainer = Trainer::restore(snap).map_err(|e| format!("{name}: {e}"))?;
+        let settings = up.settings.unwrap_or_else(|| Settings::from_config(trainer.config()));
+        let n = trainer.model().params.len();
+        self.install(trainer, settings, step);
+        let note = format!(
+            "loaded {name}: {n} weights at step {step} of {total}; press Resume to train on (the optimizer starts fresh)"
+        );
+        self.notice.set(Some(note.clone()));
+        Ok(note)
+    }
+}
+
+impl Lab {
+    /// Redoes the Brownian analysis for the depth now shown (after the depth slider moved).
+    pub fn refresh_brownian(self) {
+        let depth = self.depth.get_untracked();
+        let fresh = TRAINER.with_borrow_mut(|slot| {
+            let (trainer, probe) = slot.as_mut()?;
+            probe.brownian = probe.analyse(trainer, depth);
+            probe.brownian_ms = now_ms();
+            Some(probe.brownian.clone())
+        });
+        if let Some(b) = fresh {
+            self.snapshot.update(|s| {
+                if let Some(s) = s {
+                    s.brownian = b;
+                }
+            });
+        }
+    }
 }

@@ -2,23 +2,34 @@
 //!
 //! A Leptos (CSR) page that trains a small transformer on the CPU inside the page and shows what
 //! happens: the loss, the tokens on the LayerNorm sphere, attention as a Markov chain, attention
-//! entropy over training, and the second-order optimizers' diagnostics.
+//! entropy over training, whether the tokens move like Brownian motion, and the second-order
+//! optimizers' diagnostics.
 //!
-//! Modules: `lab` (state and the chunked training loop), `settings` (presets and free settings),
-//! `url_state` (the experiment in the address), `sphere_view`, `heatmap`, `panels` and `charts`
-//! (the drawings), `export` (the run as JSON).
+//! Modules: `lab` (state, the chunked training loop, saving and resuming), `settings` (presets and
+//! free settings), `url_state` (the experiment in the address), `persist` (the run in IndexedDB),
+//! `model_io` (the run and the model as bytes: saved record, downloaded and uploaded model files),
+//! `brownian_view` (the "Brownian or not?" analysis), `sphere_view`, `heatmap`, `panels` and `charts`
+//! (the drawings), `export` (the run as JSON, figures as PNG, downloads).
 //!
 //! Stable element ids, read by the browser test (`e2e/page.test.mjs`): `#version`, `#backend`,
-//! `#start`, `#step-once`, `#reset`, `#export`, `#status`, `#step`, `#total-steps`, `#train-loss`,
-//! `#val-loss`, `#speed`, `#error`, `#url-error`, `#preset` and the settings inputs, `#loss-chart`
-//! (`data-train-losses`, `data-val-losses`: plotted values, comma-separated), `#sphere`
-//! (`data-points`), `#attention`, `#entropy-chart`, `#diagnostics`, and the panels `#panel-*`.
+//! `#theme`, `#start`, `#step-once`, `#reset`, `#export`, `#status`, `#step`, `#total-steps`,
+//! `#train-loss`, `#val-loss`, `#speed`, `#error`, `#notice`, `#url-error`, `#pending`, `#saved`
+//! (`data-step`: the step last saved to IndexedDB), `#saved-run`, `#resume-saved`, `#discard-saved`,
+//! `#download-model`, `#download-config`, `#model-input`, `#model-note`, `#model-error`, `#preset`
+//! and the settings inputs, `#loss-chart` (`data-train-losses`, `data-val-losses`: plotted values,
+//! comma-separated), `#sphere` (`data-points`, `data-ghosts`), `#ghosts`, `#attention`,
+//! `#entropy-chart`, `#diagnostics`, `#brownian-d`, `#brownian-r2`, `#brownian-ks` (`data-value`),
+//! `#brownian-note`, `#brownian-chart`, `#png-<canvas id>` (PNG download of each figure), and the
+//! panels `#panel-*`. `window.wasmBindings.bench_default_steps(n)` times the engine alone.
 
+mod brownian_view;
 mod charts;
 mod export;
 mod heatmap;
 mod lab;
+mod model_io;
 mod panels;
+mod persist;
 mod settings;
 mod sphere_view;
 mod url_state;
@@ -28,18 +39,38 @@ use wasm_bindgen::prelude::*;
 
 use crate::heatmap::AttentionPanel;
 use crate::lab::{Lab, Phase};
-use crate::panels::{DiagnosticsPanel, EntropyPanel, LossPanel};
+use crate::panels::{BrownianPanel, DiagnosticsPanel, EntropyPanel, LossPanel};
 use crate::settings::SettingsPanel;
 use crate::sphere_view::SphereView;
 
-/// A signal that follows the system's light/dark setting, so the drawings redraw in the matching colours.
+const THEME_KEY: &str = "spherewalk-theme";
+
+fn stored_theme() -> Option<String> {
+    web_sys::window()?.local_storage().ok()??.get_item(THEME_KEY).ok()?
+}
+
+/// The theme: the visitor's choice (kept in localStorage) or else the system's light/dark setting.
+/// The page's colours follow `data-theme` on the root element; the drawings redraw in matching colours.
 fn dark_mode_signal() -> RwSignal<bool> {
     let query = web_sys::window().and_then(|w| w.match_media("(prefers-color-scheme: dark)").ok().flatten());
-    let dark = RwSignal::new(query.as_ref().is_some_and(|q| q.matches()));
+    let chosen = stored_theme();
+    let dark = RwSignal::new(match chosen.as_deref() {
+        Some("dark") => true,
+        Some("light") => false,
+        _ => query.as_ref().is_some_and(|q| q.matches()),
+    });
+    Effect::new(move |_| {
+        let theme = if dark.get() { "dark" } else { "light" };
+        if let Some(root) = web_sys::window().and_then(|w| w.document()).and_then(|d| d.document_element()) {
+            let _ = root.set_attribute("data-theme", theme);
+        }
+    });
     if let Some(query) = query {
         let on_change =
             Closure::<dyn FnMut(web_sys::MediaQueryListEvent)>::new(move |e: web_sys::MediaQueryListEvent| {
-                dark.set(e.matches());
+                if stored_theme().is_none() {
+                    dark.set(e.matches());
+                }
             });
         // The page lives as long as the listener: leaking the closure is intended.
         if query.add_event_listener_with_callback("change", on_change.as_ref().unchecked_ref()).is_ok() {
@@ -90,11 +121,57 @@ fn App() -> impl IntoView {
 
     let last_train = move || lab.train.with(|t| t.last().map(|p| p.1));
     let last_val = move || lab.val.with(|v| v.last().map(|p| p.1));
-    let step = move || lab.train.with(|t| t.last().map(|p| p.0).unwrap_or(0));
+    let step = move || lab.train.with(|t| t.last().map(|p| p.0)).unwrap_or_else(|| lab.base_step.get());
     let pending = move || {
         let running = lab.run_settings.get();
         running.is_some() && running.as_ref() != Some(&lab.settings.get())
     };
+    let model_msg = RwSignal::new(None::<Result<String, String>>);
+    let on_download_model = move |_| {
+        let r = lab.model_files().and_then(|(file, _)| {
+            export::download_bytes("spherewalk-model.safetensors", &file, "application/octet-stream")
+        });
+        model_msg.set(r.err().map(Err));
+    };
+    let on_download_config = move |_| {
+        let r = lab.model_files().and_then(|(_, cfg)| export::download("config.json", &cfg, "application/json"));
+        model_msg.set(r.err().map(Err));
+    };
+    let on_model_file = move |ev: leptos::ev::Event| {
+        let input: web_sys::HtmlInputElement = event_target(&ev);
+        let Some(list) = input.files() else { return };
+        let files: Vec<web_sys::File> = (0..list.length()).filter_map(|i| list.get(i)).collect();
+        input.set_value("");
+        leptos::task::spawn_local(async move {
+            let mut read = Vec::new();
+            for f in files {
+                if f.size() > 256.0 * 1024.0 * 1024.0 {
+                    model_msg.set(Some(Err(format!("{} is over 256 MB", f.name()))));
+                    return;
+                }
+                match wasm_bindgen_futures::JsFuture::from(f.array_buffer()).await {
+                    Ok(buf) => read.push((f.name(), js_sys::Uint8Array::new(&buf).to_vec())),
+                    Err(_) => {
+                        model_msg.set(Some(Err(format!("could not read {}", f.name()))));
+                        return;
+                    }
+                }
+            }
+            let r = model_io::read_upload(&read).and_then(|up| lab.load_model(up));
+            if let Err(e) = &r {
+                web_sys::console::warn_1(&format!("Spherewalk: {e}").into());
+            }
+            model_msg.set(Some(r));
+        });
+    };
+    let toggle_theme = move |_| {
+        let next = !dark.get_untracked();
+        dark.set(next);
+        if let Some(store) = web_sys::window().and_then(|w| w.local_storage().ok().flatten()) {
+            let _ = store.set_item(THEME_KEY, if next { "dark" } else { "light" });
+        }
+    };
+    lab.check_saved();
     let on_export = move |_| {
         let json = export_json_text(lab);
         export_json.set(json.clone());
@@ -112,7 +189,36 @@ fn App() -> impl IntoView {
                     <code id="version">{engine::VERSION}</code>
                 </p>
                 <p id="backend" class="note">"Backend: CPU (WebGPU backend not built yet)"</p>
+                <button
+                    id="theme"
+                    type="button"
+                    class="theme-toggle"
+                    aria-label="switch between light and dark theme"
+                    on:click=toggle_theme
+                >
+                    {move || if dark.get() { "Light theme" } else { "Dark theme" }}
+                </button>
             </header>
+
+            <Show when=move || lab.saved.with(Option::is_some)>
+                <div id="saved-run" class="note banner" role="status">
+                    {move || {
+                        lab.saved
+                            .get()
+                            .map(|(step, total, what)| {
+                                format!("A saved run is waiting: step {step} of {total} ({what}). ")
+                            })
+                            .unwrap_or_default()
+                    }}
+                    <button id="resume-saved" type="button" on:click=move |_| lab.resume_saved()>
+                        "Resume saved run"
+                    </button>
+                    " "
+                    <button id="discard-saved" type="button" class="link" on:click=move |_| lab.discard_saved()>
+                        "Discard"
+                    </button>
+                </div>
+            </Show>
 
             <Show when=move || url_error.with(Option::is_some)>
                 <p id="url-error" class="error" role="alert">
@@ -154,8 +260,32 @@ fn App() -> impl IntoView {
                     " steps"
                 </span>
                 <Show when=pending>
-                    <span id="pending" class="note">"settings changed: Reset or Restart to apply them"</span>
+                    <span id="pending" class="note">
+                        {move || {
+                            if lab.only_lr_changed() && lab.phase.get() == Phase::Paused {
+                                "the new learning rate applies when you press Resume or Step"
+                            } else {
+                                "settings changed: Reset or Restart to apply them"
+                            }
+                        }}
+                    </span>
                 </Show>
+                <span id="saved" class="note" data-step=move || lab.saved_step.get().map(|s| s.to_string())>
+                    {move || lab.saved_step.get().map(|s| format!("saved in this browser at step {s}")).unwrap_or_default()}
+                </span>
+            </section>
+            <section class="controls model" aria-label="the model as a file">
+                <button id="download-model" type="button" on:click=on_download_model>"Download model"</button>
+                <button id="download-config" type="button" on:click=on_download_config>"Download config"</button>
+                <label for="model-input">
+                    "Upload model (.safetensors, with its config.json unless it came from this page) "
+                    <input id="model-input" type="file" multiple accept=".safetensors,.json" on:change=on_model_file />
+                </label>
+                {move || match model_msg.get() {
+                    Some(Ok(note)) => view! { <p id="model-note" class="note">{note}</p> }.into_any(),
+                    Some(Err(e)) => view! { <p id="model-error" class="error" role="alert">{e}</p> }.into_any(),
+                    None => ().into_any(),
+                }}
             </section>
 
             <dl class="stats" aria-live="off">
@@ -189,6 +319,9 @@ fn App() -> impl IntoView {
                 </div>
             </dl>
 
+            <Show when=move || lab.notice.with(Option::is_some)>
+                <p id="notice" class="note">{move || lab.notice.get().unwrap_or_default()}</p>
+            </Show>
             <Show when=move || lab.error.with(Option::is_some)>
                 <p id="error" class="error" role="alert">
                     {move || lab.error.get().unwrap_or_default()}
@@ -200,6 +333,7 @@ fn App() -> impl IntoView {
                 <SphereView lab=lab dark=dark />
                 <AttentionPanel lab=lab dark=dark />
             </div>
+            <BrownianPanel lab=lab dark=dark />
             <EntropyPanel lab=lab dark=dark />
             <DiagnosticsPanel lab=lab dark=dark />
             <output id="export-json" hidden data-json=move || export_json.get()></output>
@@ -209,6 +343,25 @@ fn App() -> impl IntoView {
 
 fn export_json_text(lab: Lab) -> String {
     export::run_json(lab)
+}
+
+/// For the browser test and the "within 2x of native" comparison: milliseconds per optimizer step
+/// of the default browser experiment (`TrainConfig::browser_default()`), training only (no
+/// evaluation, probe or drawing), over `steps` steps after 10 warm-up steps. Blocks the page while
+/// it runs; JavaScript reaches it as `window.wasmBindings.bench_default_steps(n)`.
+#[wasm_bindgen]
+pub fn bench_default_steps(steps: u32) -> Result<f64, JsValue> {
+    let err = |e: engine::Error| JsValue::from_str(&e.to_string());
+    let mut trainer = engine::Trainer::new(engine::TrainConfig::browser_default()).map_err(err)?;
+    let steps = steps.clamp(1, 300);
+    for _ in 0..10 {
+        trainer.step().map_err(err)?;
+    }
+    let started = lab::now_ms();
+    for _ in 0..steps {
+        trainer.step().map_err(err)?;
+    }
+    Ok((lab::now_ms() - started) / steps as f64)
 }
 
 fn main() {

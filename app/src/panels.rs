@@ -6,6 +6,24 @@ use leptos::prelude::*;
 use crate::charts::{self, Line, PALETTE};
 use crate::lab::Lab;
 
+/// A button that offers a figure (a canvas, by id) as a PNG download.
+#[component]
+pub fn PngButton(canvas: &'static str, file: &'static str) -> impl IntoView {
+    let failed = RwSignal::new(None::<String>);
+    view! {
+        <button
+            id=format!("png-{canvas}")
+            type="button"
+            class="png"
+            aria-label=format!("download this figure as {file}")
+            on:click=move |_| failed.set(crate::export::canvas_png(canvas, file).err())
+        >
+            "PNG"
+        </button>
+        {move || failed.get().map(|e| view! { <span class="error">{e}</span> })}
+    }
+}
+
 fn join_losses(points: &[(usize, f32)]) -> String {
     points.iter().map(|(_, l)| format!("{l:.5}")).collect::<Vec<_>>().join(",")
 }
@@ -47,6 +65,7 @@ pub fn LossPanel(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                     "Runs you reset or restart stay on the chart (thin lines), so two optimizers can be compared."
                 </p>
             </details>
+            <PngButton canvas="loss-chart" file="spherewalk-loss.png" />
             <canvas
                 id="loss-chart"
                 node_ref=canvas_ref
@@ -81,6 +100,7 @@ pub fn EntropyPanel(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                     "rebound, clearest with the identity activation on the hierarchy data."
                 </p>
             </details>
+            <PngButton canvas="entropy-chart" file="spherewalk-entropy.png" />
             <canvas
                 id="entropy-chart"
                 node_ref=canvas_ref
@@ -134,6 +154,7 @@ pub fn DiagnosticsPanel(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
             <pre id="diagnostics" aria-live="off">
                 {move || lab.diag_text.get().unwrap_or_else(|| "no second-order step yet".into())}
             </pre>
+            <PngButton canvas="diagnostics-chart" file="spherewalk-diagnostics.png" />
             <canvas
                 id="diagnostics-chart"
                 node_ref=canvas_ref
@@ -142,6 +163,175 @@ pub fn DiagnosticsPanel(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                 role="img"
                 aria-label="mean conjugate-gradient iterations by training step"
                 data-points=move || lab.diagnostics.with(Vec::len)
+            ></canvas>
+        </section>
+    }
+}
+
+/// "Brownian or not?": E[cos theta] over training for the tokens, the closed form with the fitted D,
+/// and Brownian ghost walkers from the same start points; D, R^2 and KS.
+#[component]
+pub fn BrownianPanel(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
+    use crate::brownian_view::Analysis;
+    let canvas_ref = NodeRef::<Canvas>::new();
+    let current = Memo::new(move |_| lab.snapshot.with(|s| s.as_ref().and_then(|s| s.brownian.clone())));
+    // The depth slider moved: analyse that depth now, also while paused.
+    Effect::new(move |prev: Option<usize>| {
+        let depth = lab.depth.get();
+        if prev.is_some_and(|p| p != depth) {
+            lab.refresh_brownian();
+        }
+        depth
+    });
+    Effect::new(move |_| {
+        let dark = dark.get();
+        let Some(canvas) = canvas_ref.get() else { return };
+        let (lines, x_max) = match current.get() {
+            Some(Ok(a)) => {
+                // Every curve starts at cos 0 = 1 at the first frame.
+                let pts = |ys: &[f64]| {
+                    std::iter::once((0.0, 1.0))
+                        .chain(a.times.iter().copied().zip(ys.iter().copied()))
+                        .collect::<Vec<_>>()
+                };
+                (
+                    vec![
+                        Line {
+                            label: "tokens".into(),
+                            color: PALETTE[0],
+                            width: 2,
+                            points: pts(&a.tokens),
+                            dots: true,
+                        },
+                        Line {
+                            label: format!("closed form exp(-(n-1)Dt/R^2), D = {:.2e}", a.diffusion),
+                            color: PALETTE[1],
+                            width: 2,
+                            points: pts(&a.closed_form),
+                            dots: false,
+                        },
+                        Line {
+                            label: "Brownian walkers (simulated)".into(),
+                            color: PALETTE[2],
+                            width: 2,
+                            points: pts(&a.simulated),
+                            dots: false,
+                        },
+                    ],
+                    a.times.last().copied().unwrap_or(1.0),
+                )
+            }
+            _ => (Vec::new(), 1.0),
+        };
+        if let Err(e) = charts::draw_lines(canvas, "E[cos θ] from the first frame", "E[cos θ]", &lines, x_max, dark) {
+            lab.error.set(Some(format!("could not draw the Brownian chart: {e}")));
+        }
+    });
+    let msd_ref = NodeRef::<Canvas>::new();
+    Effect::new(move |_| {
+        let dark = dark.get();
+        let Some(canvas) = msd_ref.get() else { return };
+        let (lines, x_max) = match current.get() {
+            Some(Ok(a)) => {
+                // Every curve starts at 0 at the first frame.
+                let pts = |ys: &[f64]| {
+                    std::iter::once((0.0, 0.0))
+                        .chain(a.times.iter().copied().zip(ys.iter().copied()))
+                        .collect::<Vec<_>>()
+                };
+                (
+                    vec![
+                        Line {
+                            label: "tokens".into(),
+                            color: PALETTE[0],
+                            width: 2,
+                            points: pts(&a.msd_tokens),
+                            dots: true,
+                        },
+                        Line {
+                            label: "closed form 2R^2(1 - exp(-(n-1)Dt/R^2))".into(),
+                            color: PALETTE[1],
+                            width: 2,
+                            points: pts(&a.msd_closed_form),
+                            dots: false,
+                        },
+                        Line {
+                            label: "Brownian walkers (simulated)".into(),
+                            color: PALETTE[2],
+                            width: 2,
+                            points: pts(&a.msd_simulated),
+                            dots: false,
+                        },
+                    ],
+                    a.times.last().copied().unwrap_or(1.0),
+                )
+            }
+            _ => (Vec::new(), 1.0),
+        };
+        if let Err(e) =
+            charts::draw_lines(canvas, "mean squared displacement from the first frame", "MSD", &lines, x_max, dark)
+        {
+            lab.error.set(Some(format!("could not draw the MSD chart: {e}")));
+        }
+    });
+    let value =
+        move |f: fn(&Analysis) -> f64| move || current.with(|a| a.as_ref().and_then(|a| a.as_ref().ok()).map(f));
+    let shown = |v: Option<f64>, digits: usize| v.map(|x| format!("{x:.digits$}")).unwrap_or_else(|| "–".into());
+    let d = value(|a| a.diffusion);
+    let r2 = value(|a| a.r_squared);
+    let ks = value(|a| a.ks);
+    view! {
+        <section id="panel-brownian" class="panel" aria-labelledby="brownian-title">
+            <h2 id="brownian-title">"Brownian or not?"</h2>
+            <details class="explain">
+                <summary>"What is this?"</summary>
+                <p>
+                    "Treat the probe row's tokens at the sphere view's depth, snapshot after snapshot of training, as "
+                    "particles on the sphere of radius R in n = d_model dimensions. For Brownian motion with "
+                    "diffusion coefficient D, the mean cosine to the start decays as E[cos θ] = exp(-(n-1) D t / R²), "
+                    "and the mean squared displacement (chord) grows as MSD = 2R²(1 - E[cos θ]) towards 2R². "
+                    "We fit D by least squares on ln E[cos θ] (R² says how straight that line is), then run Brownian "
+                    "walkers from the same start points with the fitted D and compare the distributions of angles "
+                    "from the start at the last snapshot (KS distance: 0 identical, 1 disjoint). A good fit and a "
+                    "small KS mean the tokens move like a diffusion; a poor fit or a large KS mean drift or "
+                    "clustering. Turn on the ghosts in the sphere view to see the walkers beside the tokens."
+                </p>
+            </details>
+            <p class="stats-line">
+                "D = " <span id="brownian-d" data-value=move || d().map(|v| v.to_string())>{move || d().map(|v| format!("{v:.3e}")).unwrap_or_else(|| "–".into())}</span>
+                " per step; R² = " <span id="brownian-r2" data-value=move || r2().map(|v| v.to_string())>{move || shown(r2(), 3)}</span>
+                "; KS = " <span id="brownian-ks" data-value=move || ks().map(|v| v.to_string())>{move || shown(ks(), 3)}</span>
+            </p>
+            <p id="brownian-note" class="note">
+                {move || match current.get() {
+                    None => "Train a little: the analysis needs three snapshots of the probe row.".to_string(),
+                    Some(Err(e)) => format!("No fit yet: {e}"),
+                    Some(Ok(a)) => format!(
+                        "depth {}: {} snapshots over {:.0} steps",
+                        a.depth,
+                        a.times.len() + 1,
+                        a.times.last().copied().unwrap_or(0.0)
+                    ),
+                }}
+            </p>
+            <PngButton canvas="brownian-chart" file="spherewalk-brownian.png" />
+            <canvas
+                id="brownian-chart"
+                node_ref=canvas_ref
+                width="760"
+                height="300"
+                role="img"
+                aria-label="mean cosine to the start over training: tokens, closed form and Brownian walkers"
+                data-points=move || current.with(|a| a.as_ref().and_then(|a| a.as_ref().ok()).map(|a| a.times.len()).unwrap_or(0))
+            ></canvas>
+            <PngButton canvas="brownian-msd-chart" file="spherewalk-msd.png" />
+            <canvas
+                id="brownian-msd-chart"
+                node_ref=msd_ref
+                width="760"
+                height="300"
+                role="img"
+                aria-label="mean squared displacement from the start over training: tokens, closed form and Brownian walkers"
             ></canvas>
         </section>
     }

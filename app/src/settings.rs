@@ -38,7 +38,7 @@ pub struct Preset {
     pub story: &'static str,
 }
 
-pub const PRESETS: [Preset; 3] = [
+pub const PRESETS: [Preset; 4] = [
     Preset {
         id: "sphere",
         title: "Tokens on the sphere",
@@ -58,6 +58,14 @@ pub const PRESETS: [Preset; 3] = [
         story: "Data from a hidden hierarchy of chunks, with no nonlinearity (identity activation). JoMA \
                 predicts attention first gets sparse (entropy falls), then denser again. Switch the activation \
                 to gelu to compare.",
+    },
+    Preset {
+        id: "brownian",
+        title: "Brownian or not?",
+        story: "Do the tokens wander on the sphere like Brownian motion as the model trains? The panel below the \
+                sphere fits a diffusion coefficient D to their mean cosine over training and runs Brownian ghost \
+                walkers from the same start points with that D: drift and clustering show up as a poor fit and \
+                a large KS distance. Turn on the ghosts in the sphere view to see both.",
     },
 ];
 
@@ -103,7 +111,35 @@ impl Settings {
                 steps: 300,
                 ..base
             }),
+            "brownian" => Some(Settings { preset: id.into(), steps: 300, ..base }),
             _ => None,
+        }
+    }
+
+    /// Settings describing an engine config (a model uploaded without the page's settings).
+    pub fn from_config(c: &TrainConfig) -> Settings {
+        let (data, text) = match &c.data {
+            DataSpec::Text { text } => ("text".to_string(), text.clone()),
+            other => (other.name().to_string(), String::new()),
+        };
+        Settings {
+            preset: "custom".into(),
+            data,
+            text,
+            d_model: c.model.d_model,
+            layers: c.model.layers,
+            heads: c.model.heads,
+            context: c.model.context,
+            activation: serde_json::to_value(c.model.activation)
+                .ok()
+                .and_then(|v| v.as_str().map(String::from))
+                .unwrap_or_else(|| "gelu".into()),
+            causal: c.model.causal,
+            optimizer: c.optimizer.name().into(),
+            lr: c.lr,
+            steps: c.steps,
+            batch: c.batch,
+            seed: c.seed,
         }
     }
 

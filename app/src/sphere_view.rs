@@ -28,13 +28,14 @@ struct View {
     depth: usize,
     by_token: bool,
     trails: bool,
+    ghosts: bool,
     yaw: f64,
     pitch: f64,
     dark: bool,
 }
 
-/// Draws the snapshot; returns the number of points drawn.
-fn draw(canvas: &HtmlCanvasElement, snap: Option<&Snapshot>, v: &View) -> Result<usize, String> {
+/// Draws the snapshot; returns the number of points and of Brownian ghosts drawn.
+fn draw(canvas: &HtmlCanvasElement, snap: Option<&Snapshot>, v: &View) -> Result<(usize, usize), String> {
     let ctx: CanvasRenderingContext2d = canvas
         .get_context("2d")
         .ok()
@@ -73,11 +74,38 @@ fn draw(canvas: &HtmlCanvasElement, snap: Option<&Snapshot>, v: &View) -> Result
         ctx.set_text_align("center");
         let _ = ctx.fill_text("Press Start or Step to see the tokens", cx, cy);
         ctx.set_text_align("start");
-        return Ok(0);
+        return Ok((0, 0));
     };
     let depth = v.depth.min(snap.trails.len().saturating_sub(1));
-    let Some(trail) = snap.trails.get(depth) else { return Ok(0) };
-    let Some(now) = trail.last() else { return Ok(0) };
+    let Some(trail) = snap.trails.get(depth) else { return Ok((0, 0)) };
+    let Some(now) = trail.last() else { return Ok((0, 0)) };
+    // Brownian ghost walkers (same start points, fitted D), behind the tokens: hollow grey rings.
+    let mut ghosts = 0;
+    if v.ghosts {
+        if let Some(Ok(a)) = snap.brownian.as_ref().filter(|b| b.as_ref().is_ok_and(|a| a.depth == depth)) {
+            ctx.set_line_width(1.5);
+            for g in &a.ghosts {
+                let q = rotate(*g, v.yaw, v.pitch);
+                let front = q[2] >= 0.0;
+                ctx.set_stroke_style_str(if v.dark {
+                    if front {
+                        "#b8bec8"
+                    } else {
+                        "#5a606b"
+                    }
+                } else if front {
+                    "#6b7280"
+                } else {
+                    "#b5bac3"
+                });
+                ctx.begin_path();
+                ctx.arc(cx + r * q[0], cy - r * q[1], if front { 5.0 } else { 3.5 }, 0.0, std::f64::consts::TAU)
+                    .map_err(|_| "canvas arc failed")?;
+                ctx.stroke();
+                ghosts += 1;
+            }
+        }
+    }
     let color = |i: usize| {
         if v.by_token {
             hue(snap.tokens.get(i).copied().unwrap_or(0) as usize, snap.vocab)
@@ -126,16 +154,24 @@ fn draw(canvas: &HtmlCanvasElement, snap: Option<&Snapshot>, v: &View) -> Result
     let shown = snap.explained.get(depth).copied().unwrap_or(0.0) * 100.0;
     let _ =
         ctx.fill_text(&format!("step {}, {depth_name}; view shows {shown:.0}% of the spread", snap.step), 10.0, 20.0);
-    Ok(now.len())
+    Ok((now.len(), ghosts))
 }
 
 #[component]
 pub fn SphereView(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
     let canvas_ref = NodeRef::<Canvas>::new();
-    let depth = RwSignal::new(0usize);
+    let depth = lab.depth;
     let by_token = RwSignal::new(true);
     let trails = RwSignal::new(true);
+    let ghosts = RwSignal::new(lab.settings.get_untracked().preset == "brownian");
+    // Picking the "Brownian or not?" preset shows the ghosts.
+    Effect::new(move |_| {
+        if lab.settings.with(|s| s.preset == "brownian") {
+            ghosts.set(true);
+        }
+    });
     let drawn = RwSignal::new(0usize);
+    let ghosts_drawn = RwSignal::new(0usize);
     let drag = StoredValue::new(None::<(f64, f64)>);
     let max_depth =
         move || lab.snapshot.with(|s| s.as_ref().map(|s| s.layers)).unwrap_or(lab.settings.with(|s| s.layers));
@@ -145,6 +181,7 @@ pub fn SphereView(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
             depth: depth.get(),
             by_token: by_token.get(),
             trails: trails.get(),
+            ghosts: ghosts.get(),
             yaw: lab.yaw.get(),
             pitch: lab.pitch.get(),
             dark: dark.get(),
@@ -152,7 +189,10 @@ pub fn SphereView(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
         let Some(canvas) = canvas_ref.get() else { return };
         let n = lab.snapshot.with(|s| draw(&canvas, s.as_ref(), &view));
         match n {
-            Ok(n) => drawn.set(n),
+            Ok((n, g)) => {
+                drawn.set(n);
+                ghosts_drawn.set(g);
+            }
             Err(e) => lab.error.set(Some(format!("could not draw the sphere: {e}"))),
         }
     });
@@ -233,6 +273,16 @@ pub fn SphereView(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                     />
                     " trails"
                 </label>
+                <label for="ghosts">
+                    <input
+                        id="ghosts"
+                        type="checkbox"
+                        prop:checked=move || ghosts.get()
+                        on:change=move |ev| ghosts.set(event_target_checked(&ev))
+                    />
+                    " Brownian ghosts"
+                </label>
+                <crate::panels::PngButton canvas="sphere" file="spherewalk-sphere.png" />
             </div>
             <canvas
                 id="sphere"
@@ -243,6 +293,7 @@ pub fn SphereView(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                 role="img"
                 aria-label="tokens of the probe row as points on a sphere; drag or use arrow keys to rotate"
                 data-points=move || drawn.get()
+                data-ghosts=move || ghosts_drawn.get()
                 data-step=move || lab.snapshot.with(|s| s.as_ref().map(|s| s.step).unwrap_or(0))
                 on:pointerdown=on_down
                 on:pointermove=on_move
