@@ -1,5 +1,7 @@
-//! CG-FAC on the GPU with the `Factors` product: the GPU twin of `optim::second_order` (method
-//! CG-FAC), `optim::cg::solve` and `optim::kronecker::apply(Product::Factors)`.
+//! CG-FAC on the GPU: the GPU twin of `optim::second_order` (method CG-FAC), `optim::cg::solve` and
+//! `optim::kronecker::apply` with any of its three products. `Factors` keeps A and G; the
+//! matrix-free products keep each layer's batch instead (a~ = [a, 1] and g = N dy, stored after the
+//! layer's backward) and run as thin matmuls.
 //!
 //! Every linear layer's state lives in three packed tensors: `factors` (A and G), `vecs` (the
 //! gradient `[dW | db]`, CG's x, r, p, Ap and the momentum) and `sc` (CG's scalars per layer, the
@@ -11,10 +13,10 @@
 use super::adamw::{step_values, AdamW, Hyper, State as AdamState};
 use super::matmul::{Dims, Matmul, View};
 use super::{f, grid_1d, Access, GpuContext, Kernel, Op, Result, Tensor};
-use crate::error::Error;
 use crate::model::Model;
 use crate::optim::cg::CgOutcome;
 use crate::optim::curvature;
+use crate::optim::kronecker::Product;
 use crate::optim::second_order::{Diagnostics, LayerDiagnostics, SecondOrderConfig};
 
 /// Scalars per layer in `sc`, and the globals before the first layer (slots as in cgfac.wgsl).
@@ -53,7 +55,10 @@ const KL: usize = 12;
 const GATHER: usize = 13;
 const UPDATE: usize = 14;
 const A_EDGE: usize = 15;
-const ENTRIES: [&str; 16] = [
+const FOLD: usize = 16;
+const SCALE_COPY: usize = 17;
+const FISHER_ROWS: usize = 18;
+const ENTRIES: [&str; 19] = [
     "fill_zero",
     "copy",
     "residual",
@@ -70,7 +75,12 @@ const ENTRIES: [&str; 16] = [
     "gather",
     "update",
     "a_edge",
+    "fold",
+    "scale_copy",
+    "fisher_rows",
 ];
+/// Most workgroups of `fisher_rows` (each strides over the rows).
+const ROW_GROUPS: usize = 4096;
 
 /// One kernel's uniform (the `Params` of cgfac.wgsl).
 #[derive(Clone, Copy, Default)]
@@ -92,6 +102,8 @@ struct Words {
 #[derive(Clone, Debug)]
 pub struct Layer {
     pub name: String,
+    /// Its position in the solver's list (and in `Batch`'s).
+    pub index: usize,
     pub din: usize,
     pub dout: usize,
     pub w: usize,
@@ -117,14 +129,27 @@ impl Layer {
     }
 }
 
+/// The matrix-free products' operands: per layer a~ (n, din1) and g (n, dout), and scratch for
+/// g X (n, din1) and (g^T g X) a~^T (dout, n).
+pub struct Batch {
+    pub n: usize,
+    pub a: Vec<Tensor>,
+    pub g: Vec<Tensor>,
+    nd: Tensor,
+    on: Tensor,
+}
+
 /// The packed CG-FAC tensors of a list of layers and the kernels over them.
 pub struct Solver {
     kernel: Kernel,
+    pub product: Product,
     pub layers: Vec<Layer>,
+    /// Present for the matrix-free products.
+    pub batch: Option<Batch>,
     pub factors: Tensor,
     pub vecs: Tensor,
     pub sc: Tensor,
-    /// G X, for the largest layer.
+    /// G X (factors) or g^T g X (matrix-free), for the largest layer.
     scratch: Tensor,
     /// The squared gradient norm (for the clip in `gather`).
     norm: Tensor,
@@ -133,8 +158,15 @@ pub struct Solver {
 }
 
 impl Solver {
-    /// `shapes`: (name, din, dout, W offset, bias offset) per layer.
-    pub fn new(ctx: &GpuContext, shapes: &[(String, usize, usize, usize, usize)], norm: &Tensor) -> Result<Self> {
+    /// `shapes`: (name, din, dout, W offset, bias offset) per layer; `tokens`: the batch's N (the
+    /// matrix-free products store that many rows per layer).
+    pub fn new(
+        ctx: &GpuContext,
+        shapes: &[(String, usize, usize, usize, usize)],
+        norm: &Tensor,
+        product: Product,
+        tokens: usize,
+    ) -> Result<Self> {
         use Access::*;
         let src = include_str!("kernels/cgfac.wgsl");
         let kernel = Kernel::new(ctx, "cgfac", src, &[ReadWrite, ReadWrite, ReadWrite, Read], &ENTRIES);
@@ -147,6 +179,7 @@ impl Solver {
                 let len = o * d1;
                 let l = Layer {
                     name: name.clone(),
+                    index: i,
                     din: *din,
                     dout: o,
                     w: *w,
@@ -167,8 +200,27 @@ impl Solver {
             })
             .collect();
         let max_len = layers.iter().map(Layer::size).max().unwrap_or(1);
+        let batch = if product == Product::Factors {
+            None
+        } else {
+            let n = tokens;
+            let max_d1 = layers.iter().map(Layer::din1).max().unwrap_or(1);
+            let max_o = layers.iter().map(|l| l.dout).max().unwrap_or(1);
+            Some(Batch {
+                n,
+                a: layers
+                    .iter()
+                    .map(|l| ctx.tensor(&format!("cg_a_{}", l.name), n * l.din1()))
+                    .collect::<Result<_>>()?,
+                g: layers.iter().map(|l| ctx.tensor(&format!("cg_g_{}", l.name), n * l.dout)).collect::<Result<_>>()?,
+                nd: ctx.tensor("cg_scratch_nd", n * max_d1)?,
+                on: ctx.tensor("cg_scratch_on", max_o * n)?,
+            })
+        };
         Ok(Solver {
             kernel,
+            product,
+            batch,
             factors: ctx.tensor("cg_factors", fl)?,
             vecs: ctx.tensor("cg_vecs", vl)?,
             sc: ctx.tensor("cg_scalars", GLOBALS + STRIDE * layers.len() + PARTIALS)?,
@@ -229,29 +281,72 @@ impl Solver {
         ]
     }
 
-    /// `vecs[to] = G X A + lambda X` with `X = vecs[from]`, as `kronecker::apply` with `Factors`.
-    pub fn product(&self, ctx: &GpuContext, mm: &Matmul, l: &Layer, from: usize, to: usize, lambda: f32) -> [Op; 3] {
+    /// `vecs[to] = F X + lambda X` with `X = vecs[from]`, as `kronecker::apply` with the solver's
+    /// product: every product first copies X to `to`, and its last matmul adds onto `lambda X`.
+    pub fn product(&self, ctx: &GpuContext, mm: &Matmul, l: &Layer, from: usize, to: usize, lambda: f32) -> Vec<Op> {
         let (o, d) = (l.dout, l.din1());
-        [
-            self.vector(ctx, COPY, Words { n: l.size(), a: from, b: to, ..Words::default() }),
-            mm.op(
+        let mut ops = vec![self.vector(ctx, COPY, Words { n: l.size(), a: from, b: to, ..Words::default() })];
+        let x = (&self.vecs, View::rows(from, d));
+        let out = (&self.vecs, View::rows(to, d));
+        let Some(b) = &self.batch else {
+            // G X into scratch, then (G X) A onto lambda X.
+            ops.push(mm.op(
                 ctx,
                 Dims::new(o, d, o),
                 1.0,
                 (&self.factors, View::rows(l.g, o)),
-                (&self.vecs, View::rows(from, d)),
+                x,
                 0.0,
                 (&self.scratch, View::rows(0, d)),
-            ),
-            mm.op(
+            ));
+            ops.push(mm.op(
                 ctx,
                 Dims::new(o, d, d),
                 1.0,
                 (&self.scratch, View::rows(0, d)),
                 (&self.factors, View::rows(l.a, d)),
                 lambda,
-                (&self.vecs, View::rows(to, d)),
-            ),
+                out,
+            ));
+            return ops;
+        };
+        let (n, i) = (b.n, l.index);
+        let (a, g) = ((&b.a[i], View::rows(0, d)), (&b.g[i], View::rows(0, o)));
+        let gt = (&b.g[i], View::rows(0, o).t());
+        let nd = (&b.nd, View::rows(0, d));
+        // P = g X (n, din1), the first of the thin products (each n * dout * din1).
+        ops.push(mm.op(ctx, Dims::new(n, d, o), 1.0, g, x, 0.0, nd));
+        match self.product {
+            Product::MatrixFree => {
+                // g^T P (dout, din1), then (.) a~^T (dout, n), then (1/n^2) (.) a~ onto lambda X.
+                let od = (&self.scratch, View::rows(0, d));
+                let on = (&b.on, View::rows(0, n));
+                ops.push(mm.op(ctx, Dims::new(o, d, n), 1.0, gt, nd, 0.0, od));
+                ops.push(mm.op(ctx, Dims::new(o, n, d), 1.0, od, (&b.a[i], View::rows(0, d).t()), 0.0, on));
+                ops.push(mm.op(ctx, Dims::new(o, d, n), 1.0 / (n * n) as f32, on, a, lambda, out));
+            }
+            Product::ExactFisher => {
+                // s_n = <P_n, a~_n> / n and P_n = s_n a~_n in place, then g^T P onto lambda X.
+                let w = Words { rows: n, cols: d, f: [1.0 / n as f32, 0.0, 0.0, 0.0], ..Words::default() };
+                ops.push(self.op(ctx, FISHER_ROWS, &b.nd, &b.a[i], w, [n.clamp(1, ROW_GROUPS) as u32, 1, 1]));
+                ops.push(mm.op(ctx, Dims::new(o, d, n), 1.0, gt, nd, lambda, out));
+            }
+            Product::Factors => unreachable!("the factors product keeps no batch"),
+        }
+        ops
+    }
+
+    /// Stores layer `l`'s batch for the matrix-free products from its input rows `inp` (n, din)
+    /// and the mean loss's gradient at its output `dy` (n, dout): a~ = [a, 1] and g = n dy, as
+    /// `curvature::fold_bias` and `curvature::per_token`. Empty for `Factors`.
+    pub fn batch_ops(&self, ctx: &GpuContext, l: &Layer, inp: &Tensor, dy: &Tensor) -> Vec<Op> {
+        let Some(b) = &self.batch else { return Vec::new() };
+        let (n, i) = (b.n, l.index);
+        let fold = Words { n: n * l.din1(), cols: l.din1(), ..Words::default() };
+        let scale = Words { n: n * l.dout, f: [n as f32, 0.0, 0.0, 0.0], ..Words::default() };
+        vec![
+            self.op(ctx, FOLD, &b.a[i], inp, fold, grid_1d(fold.n)),
+            self.op(ctx, SCALE_COPY, &b.g[i], dy, scale, grid_1d(scale.n)),
         ]
     }
 
@@ -393,6 +488,8 @@ pub struct CgFac {
     pub cfg: SecondOrderConfig,
     solver: Solver,
     factor_ops: Vec<FactorOps>,
+    /// The matrix-free products' batch stores, each run every step before op `.0`.
+    batch_ops: Vec<(usize, Vec<Op>)>,
     /// Gradient gathers and CG starts, the CG iterations, and fallback, KL-clip and updates.
     init: Vec<Op>,
     iteration: Vec<Op>,
@@ -413,7 +510,7 @@ pub struct CgFac {
 const ADAM_BETAS: (f32, f32, f32) = (0.9, 0.99, 1e-8);
 
 impl CgFac {
-    /// Only the `Factors` product runs here; the others are a configuration error.
+    /// Any of the three products; the matrix-free ones store each layer's batch (see [`Batch`]).
     pub fn new(
         ctx: &GpuContext,
         cfg: SecondOrderConfig,
@@ -421,24 +518,19 @@ impl CgFac {
         tokens: usize,
         sum_sq: &Tensor,
     ) -> Result<Self> {
-        if cfg.product != crate::optim::kronecker::Product::Factors {
-            let msg = format!(
-                "CG-FAC's {:?} product is not on the GPU yet (only factors); use --product factors or --backend cpu",
-                cfg.product
-            );
-            return Err(Error::Config(msg).into());
-        }
         let l = &model.layout;
         let shapes: Vec<_> = curvature::sites(model)
             .into_iter()
             .map(|s| (s.name.clone(), s.din, s.dout, l.tensors[s.w].offset, l.tensors[s.b].offset))
             .collect();
         let total = l.total;
+        let solver = Solver::new(ctx, &shapes, sum_sq, cfg.product, tokens)?;
         Ok(CgFac {
+            solver,
             diag: Diagnostics { damping: cfg.damping, ..Diagnostics::default() },
             cfg,
-            solver: Solver::new(ctx, &shapes, sum_sq)?,
             factor_ops: Vec::new(),
+            batch_ops: Vec::new(),
             init: Vec::new(),
             iteration: Vec::new(),
             finish: Vec::new(),
@@ -452,10 +544,14 @@ impl CgFac {
         })
     }
 
-    /// Records the factor updates of layer `site` (in `curvature::sites` order) to run before op
-    /// `at` of the step.
+    /// Records what layer `site` (in `curvature::sites` order) needs from the step before op `at`:
+    /// its factor updates (`Factors`, as on the CPU only then) or its batch (the others).
     pub fn track(&mut self, ctx: &GpuContext, mm: &Matmul, at: usize, site: usize, inp: &Tensor, dy: &Tensor) {
         let (s, l, n) = (&self.solver, &self.solver.layers[site], self.tokens);
+        if s.batch.is_some() {
+            self.batch_ops.push((at, s.batch_ops(ctx, l, inp, dy)));
+            return;
+        }
         let first = s.factor_ops(ctx, mm, l, inp, dy, n, 0.0);
         let later = s.factor_ops(ctx, mm, l, inp, dy, n, self.cfg.decay);
         self.factor_ops.push(FactorOps { at, first, later });
@@ -516,6 +612,9 @@ impl CgFac {
         ctx.write(&self.adam_step, &step_values(self.cfg.adam_lr * factor, beta1, beta2, self.adam_t + 1));
         let mut ops: Vec<&Op> = Vec::new();
         for (i, op) in base.iter().enumerate() {
+            for (_, bo) in self.batch_ops.iter().filter(|(at, _)| *at == i) {
+                ops.extend(bo);
+            }
             if refresh {
                 for fo in self.factor_ops.iter().filter(|fo| fo.at == i) {
                     ops.extend(if first { &fo.first } else { &fo.later });
@@ -633,8 +732,12 @@ mod tests {
 
     /// One layer inside the 64-wide matmul tile and one straddling it.
     fn solver(ctx: &GpuContext) -> Solver {
+        solver_for(ctx, Product::Factors)
+    }
+
+    fn solver_for(ctx: &GpuContext, product: Product) -> Solver {
         let shapes = [("small".to_string(), 6, 5, 0, 0), ("wide".to_string(), 70, 67, 0, 0)];
-        Solver::new(ctx, &shapes, &ctx.tensor("norm", 1).unwrap()).unwrap()
+        Solver::new(ctx, &shapes, &ctx.tensor("norm", 1).unwrap(), product, TOKENS).unwrap()
     }
 
     /// Replaces `len` values of `t` from `at`.
@@ -716,6 +819,79 @@ mod tests {
             worst = worst.max(err);
         }
         eprintln!("factors product: max error {worst:e}");
+    }
+
+    /// The matrix-free products against `kronecker::apply` on random layers (one inside the 64-wide
+    /// matmul tile, one straddling it; 37 tokens), the batch stored by `batch_ops` from random inputs
+    /// and output gradients. The error is relative to the largest output value.
+    fn batch_product_error(product: Product) -> f32 {
+        let ctx = ctx();
+        let (mm, s) = (Matmul::new(&ctx), solver_for(&ctx, product));
+        let lambda = 0.01;
+        let mut worst = 0.0f32;
+        for (i, l) in s.layers.iter().enumerate() {
+            let inp = random(TOKENS * l.din, 20 + i as u64);
+            let dy: Vec<f32> = random(TOKENS * l.dout, 30 + i as u64).iter().map(|x| x / TOKENS as f32).collect();
+            let (gi, gd) = (ctx.tensor_from("inp", &inp).unwrap(), ctx.tensor_from("dy", &dy).unwrap());
+            let x = random(l.size(), 7 + i as u64);
+            put(&ctx, &s.vecs, l.p, &x);
+            let mut ops = s.batch_ops(&ctx, l, &gi, &gd);
+            ops.extend(s.product(&ctx, &mm, l, l.p, l.ap, lambda));
+            ctx.run(&ops.iter().collect::<Vec<_>>());
+            let (mut a1, mut g1) = (vec![0.0; TOKENS * l.din1()], vec![0.0; TOKENS * l.dout]);
+            curvature::fold_bias(&mut a1, &inp, l.din);
+            curvature::per_token(&mut g1, &dy, TOKENS);
+            let ops = Operands {
+                dout: l.dout,
+                din1: l.din1(),
+                n: TOKENS,
+                a_factor: &[],
+                g_factor: &[],
+                a_batch: &a1,
+                g_batch: &g1,
+            };
+            let mut want = vec![0.0; l.size()];
+            kronecker::apply(product, &mut want, &x, &ops, lambda, &mut Scratch::new(TOKENS, l.dout, l.din1()));
+            let got = &read(&ctx, &s.vecs)[l.ap..l.ap + l.size()];
+            let scale = want.iter().fold(0.0f32, |m, v| m.max(v.abs()));
+            let err = got.iter().zip(&want).map(|(g, w)| (g - w).abs()).fold(0.0f32, f32::max) / scale;
+            eprintln!("{product:?} {}: max |F x| {scale:e}, relative error {err:e}", l.name);
+            worst = worst.max(err);
+        }
+        worst
+    }
+
+    #[test]
+    fn matrix_free_product_matches_kronecker_apply() {
+        let err = batch_product_error(Product::MatrixFree);
+        assert!(err < 1e-5, "matrix-free product: {err}");
+    }
+
+    #[test]
+    fn exact_fisher_product_matches_kronecker_apply() {
+        let err = batch_product_error(Product::ExactFisher);
+        assert!(err < 1e-5, "exact-Fisher product: {err}");
+    }
+
+    /// `fisher_rows` with fewer workgroups than rows (each strides over several, as past
+    /// `ROW_GROUPS` rows) and a row longer than a workgroup.
+    #[test]
+    fn fisher_rows_strides_over_the_rows() {
+        let ctx = ctx();
+        let s = solver_for(&ctx, Product::ExactFisher);
+        let (n, d) = (TOKENS, 300);
+        let (pm, am) = (random(n * d, 1), random(n * d, 2));
+        let (tp, ta) = (ctx.tensor_from("p", &pm).unwrap(), ctx.tensor_from("a", &am).unwrap());
+        let w = Words { rows: n, cols: d, f: [0.5, 0.0, 0.0, 0.0], ..Words::default() };
+        ctx.run(&[&s.op(&ctx, FISHER_ROWS, &tp, &ta, w, [5, 1, 1])]);
+        let want: Vec<f32> = (pm.chunks_exact(d).zip(am.chunks_exact(d)))
+            .flat_map(|(pr, ar)| {
+                let sn = 0.5 * pr.iter().zip(ar).map(|(x, y)| x * y).sum::<f32>();
+                ar.iter().map(move |y| sn * y)
+            })
+            .collect();
+        let err = max_err(&read(&ctx, &tp), &want);
+        assert!(err < 1e-5, "fisher rows: {err}");
     }
 
     /// Runs the GPU solve (all `max_iters` iterations recorded, the status flags freezing each layer

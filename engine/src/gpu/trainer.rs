@@ -123,7 +123,8 @@ struct Linear {
 
 impl GpuTrainer {
     /// The GPU twin of `Trainer::new`: same data set, vocabulary and initial weights. AdamW, SGD
-    /// and CG-FAC (with the factors product) run on the GPU; K-FAC is a configuration error.
+    /// and CG-FAC (any of its three curvature products) run on the GPU; K-FAC is a configuration
+    /// error.
     pub fn new(ctx: GpuContext, mut cfg: TrainConfig) -> Result<Self> {
         let data = Dataset::new(&cfg.data, cfg.model.context, cfg.seed)?;
         cfg.model.vocab = data.vocab_size();
@@ -664,22 +665,29 @@ mod tests {
     }
 
     #[test]
-    fn gpu_trainer_rejects_kfac_and_cgfac_without_factors() {
+    fn gpu_trainer_rejects_kfac_but_takes_every_cgfac_product() {
         let cfg = TrainConfig { optimizer: OptimizerConfig::named("kfac").unwrap(), ..TrainConfig::browser_default() };
         let err = GpuTrainer::new(ctx(), cfg).err().expect("K-FAC is not on the GPU");
         assert!(err.to_string().contains("runs AdamW, SGD and CG-FAC"), "{err}");
-        let mut so = SecondOrderConfig::new(Method::CgFac);
-        so.product = Product::MatrixFree;
-        let cfg = TrainConfig { optimizer: OptimizerConfig::CgFac(so), ..TrainConfig::browser_default() };
-        let err = GpuTrainer::new(ctx(), cfg).err().expect("matrix-free CG-FAC is not on the GPU");
-        assert!(err.to_string().contains("not on the GPU yet"), "{err}");
+        for product in [Product::Factors, Product::MatrixFree, Product::ExactFisher] {
+            let so = SecondOrderConfig { product, ..SecondOrderConfig::new(Method::CgFac) };
+            let cfg = TrainConfig { optimizer: OptimizerConfig::CgFac(so), ..TrainConfig::browser_default() };
+            assert!(GpuTrainer::new(ctx(), cfg).is_ok(), "{product:?}");
+        }
     }
 
     /// CG-FAC in lockstep: losses, gradient norms, parameters, and each layer's CG iterations,
     /// fallbacks and the KL-clip scale. Measured on lavapipe over six steps: loss 1e-6, gradient
     /// norm 3e-5, parameters 1.4e-5 (f32 CG with a tree-ordered dot product against the CPU's
-    /// sequential one); the bounds leave about ten times that.
+    /// sequential one); the bounds (`STRICT`) leave about ten times that.
     fn cgfac_parity(so: SecondOrderConfig) {
+        cgfac_parity_within(so, STRICT);
+    }
+
+    /// Bounds on the worst relative loss, gradient norm and KL scale, and on the parameters.
+    const STRICT: [f32; 4] = [1e-5, 3e-4, 1e-4, 2e-4];
+
+    fn cgfac_parity_within(so: SecondOrderConfig, bounds: [f32; 4]) {
         let cfg = config(Activation::Gelu, true, OptimizerConfig::CgFac(so), 6);
         let mut cpu = Trainer::new(cfg.clone()).unwrap();
         let mut gpu = GpuTrainer::new(ctx(), cfg.clone()).unwrap();
@@ -701,8 +709,9 @@ mod tests {
             "cgfac: worst loss rel {:e}, grad norm rel {:e}, KL scale rel {worst_nu:e}, params {pe:e}",
             worst.0, worst.1
         );
-        assert!(worst.0 < 1e-5 && worst.1 < 3e-4 && worst_nu < 1e-4, "{worst:?}, KL scale {worst_nu}");
-        assert!(pe < 2e-4, "parameters differ by {pe}");
+        let [loss, norm, nu, params] = bounds;
+        assert!(worst.0 < loss && worst.1 < norm && worst_nu < nu, "{worst:?}, KL scale {worst_nu}");
+        assert!(pe < params, "parameters differ by {pe}");
     }
 
     #[test]
@@ -721,6 +730,33 @@ mod tests {
             ..SecondOrderConfig::new(Method::CgFac)
         };
         cgfac_parity(so);
+    }
+
+    /// The matrix-free product, CG iteration counts equal at every step. With damping 0.1 no solve
+    /// hits the iteration cap and the runs agree as closely as with the factors (measured: loss
+    /// 2.2e-7, parameters 5.9e-8). At the default damping 1e-2 the batch-only curvature (rank at
+    /// most N per factor) leaves attn.o and mlp.proj at the 10-iteration cap with relative
+    /// residuals 0.1-0.25, where f32 CG's loss of conjugacy amplifies rounding: measured on
+    /// lavapipe over six steps, loss 1.3e-5, gradient norm 2.7e-4, parameters 8.1e-5; the bounds
+    /// leave about ten times that.
+    #[test]
+    fn gpu_cgfac_matrix_free_training_matches_cpu() {
+        let so = SecondOrderConfig { product: Product::MatrixFree, ..SecondOrderConfig::new(Method::CgFac) };
+        cgfac_parity(SecondOrderConfig { damping: 0.1, ..so.clone() });
+        cgfac_parity_within(so, [1e-4, 3e-3, 1e-4, 1e-3]);
+    }
+
+    /// The exact empirical-Fisher product at the defaults; measured on lavapipe over six steps:
+    /// loss 4.5e-7, gradient norm 1.3e-5, parameters 2.2e-6.
+    #[test]
+    fn gpu_cgfac_exact_fisher_training_matches_cpu() {
+        cgfac_parity(SecondOrderConfig { product: Product::ExactFisher, ..SecondOrderConfig::new(Method::CgFac) });
+    }
+
+    #[test]
+    fn cgfac_exact_fisher_state_moves_between_gpu_and_cpu() {
+        let so = SecondOrderConfig { product: Product::ExactFisher, ..SecondOrderConfig::new(Method::CgFac) };
+        hand_over(OptimizerConfig::CgFac(so));
     }
 
     #[test]

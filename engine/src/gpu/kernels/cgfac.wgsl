@@ -316,3 +316,65 @@ fn a_edge(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups
     vecs[col] = keep * vecs[col] + (1.0 - keep) * mean;
     vecs[row] = keep * vecs[row] + (1.0 - keep) * mean;
 }
+
+// The matrix-free products' batch operands, stored per layer after its backward (the binding
+// `vecs` is the layer's batch tensor here).
+
+// a~ = [a, 1] (n = rows x cols elements, cols = din + 1) from the layer's input rows in ext
+// (rows x din).
+@compute @workgroup_size(256)
+fn fold(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = flat(gid, nwg);
+    if (i >= p.n) {
+        return;
+    }
+    let din = p.cols - 1u;
+    let r = i / p.cols;
+    let j = i % p.cols;
+    if (j < din) {
+        vecs[i] = ext[r * din + j];
+    } else {
+        vecs[i] = 1.0;
+    }
+}
+
+// vecs[a..a+n] = f0 ext[b..b+n]: the per-token gradients g = N dy.
+@compute @workgroup_size(256)
+fn scale_copy(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = flat(gid, nwg);
+    if (i < p.n) {
+        vecs[p.a + i] = p.f0 * ext[p.b + i];
+    }
+}
+
+// The exact Fisher's diagonal: for each of the p.rows rows n of P = g X (vecs, rows x cols),
+// s_n = f0 <P_n, a~_n> (a~ in ext, rows x cols, f0 = 1/N), then P_n = s_n a~_n in place. One
+// workgroup per row, striding by the number of workgroups.
+@compute @workgroup_size(256)
+fn fisher_rows(
+    @builtin(workgroup_id) wg: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) li: u32,
+) {
+    for (var r = wg.x; r < p.rows; r += nwg.x) {
+        let base = r * p.cols;
+        var s = 0.0;
+        for (var j = li; j < p.cols; j += 256u) {
+            s += vecs[base + j] * ext[base + j];
+        }
+        part[li] = s;
+        workgroupBarrier();
+        for (var w = 128u; w > 0u; w >>= 1u) {
+            if (li < w) {
+                part[li] += part[li + w];
+            }
+            workgroupBarrier();
+        }
+        let sn = part[0] * p.f0;
+        // Every thread has read part[0] before the next row overwrites it.
+        workgroupBarrier();
+        for (var j = li; j < p.cols; j += 256u) {
+            vecs[base + j] = sn * ext[base + j];
+        }
+    }
+}
