@@ -11,7 +11,7 @@ pub fn run_json(lab: Lab) -> String {
     let config = lab.run_config.get_untracked().or_else(|| settings.to_config().ok());
     let doc = serde_json::json!({
         "spherewalk": engine::VERSION,
-        "backend": "cpu",
+        "backend": lab.backend_in_use(),
         "settings": settings,
         "config": config,
         "metrics": {

@@ -134,6 +134,7 @@ pub fn AttentionPanel(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                         .unwrap_or_else(|| "no attention yet".into())
                 }}
             </p>
+            {crate::lab::gpu_copy_note(lab)}
         </section>
     }
 }

@@ -10,6 +10,8 @@ use std::collections::VecDeque;
 
 use engine::checkpoint::Snapshot as Checkpoint;
 use engine::data::Split;
+use engine::gpu::trainer::GpuTrainer;
+use engine::gpu::{GpuContext, GpuError};
 use engine::model::Cache;
 use engine::science::{cache as sci_cache, sphere};
 use engine::{TrainConfig, Trainer};
@@ -35,6 +37,9 @@ const SAVE_EVERY_MS: f64 = 3000.0;
 const HISTORY_LEN: usize = 40;
 /// Least time between two Brownian analyses while training.
 const BROWNIAN_EVERY_MS: f64 = 600.0;
+/// On WebGPU: least time between two copies of the GPU's state to the CPU (the panels' weights,
+/// the saved run, and where the CPU takes over if the device fails).
+pub const GPU_SYNC_EVERY_MS: f64 = 2000.0;
 
 thread_local! {
     /// The running trainer and its probe. They live outside the reactive graph: neither is `Send`
@@ -46,6 +51,146 @@ thread_local! {
     static ROLLBACK: RefCell<Option<Checkpoint>> = const { RefCell::new(None) };
     /// When the run was last saved to IndexedDB.
     static LAST_SAVE_MS: Cell<f64> = const { Cell::new(f64::NEG_INFINITY) };
+    /// The run on WebGPU, when it is there; taken out of the slot while a step is in flight.
+    static GPU: RefCell<Option<GpuRun>> = const { RefCell::new(None) };
+    /// Whether the run is on WebGPU (its trainer may be out of [`GPU`] for a step in flight).
+    static GPU_ON: Cell<bool> = const { Cell::new(false) };
+    /// Bumped whenever the GPU run is dropped: a step in flight for an older one is thrown away.
+    static GPU_EPOCH: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Where training runs: the user's choice.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum BackendChoice {
+    /// WebGPU when an adapter exists, else the CPU.
+    Auto,
+    WebGpu,
+    #[default]
+    Cpu,
+}
+
+impl BackendChoice {
+    pub const ALL: [BackendChoice; 3] = [BackendChoice::Auto, BackendChoice::WebGpu, BackendChoice::Cpu];
+
+    pub fn id(self) -> &'static str {
+        match self {
+            BackendChoice::Auto => "auto",
+            BackendChoice::WebGpu => "webgpu",
+            BackendChoice::Cpu => "cpu",
+        }
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            BackendChoice::Auto => "auto (WebGPU when an adapter exists, else CPU)",
+            BackendChoice::WebGpu => "WebGPU",
+            BackendChoice::Cpu => "CPU",
+        }
+    }
+
+    pub fn from_id(id: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|b| b.id() == id)
+    }
+
+    /// The backend line before a run has picked its backend.
+    fn idle_line(self) -> String {
+        match self {
+            BackendChoice::Auto => "Backend: auto (WebGPU if an adapter exists; chosen when the run starts)".into(),
+            BackendChoice::WebGpu => "Backend: WebGPU (the adapter is requested when the run starts)".into(),
+            BackendChoice::Cpu => "Backend: CPU".into(),
+        }
+    }
+}
+
+/// The run on the GPU.
+struct GpuRun {
+    gpu: GpuTrainer,
+    adapter: String,
+    /// When the CPU copy was last refreshed from the GPU.
+    synced_ms: f64,
+    /// The step count after the last step that went well.
+    last_ok: usize,
+}
+
+/// Waits `ms` milliseconds without blocking the browser.
+async fn sleep(ms: i32) {
+    let promise = js_sys::Promise::new(&mut |resolve, _| {
+        if let Some(w) = web_sys::window() {
+            let _ = w.set_timeout_with_callback_and_timeout_and_arguments_0(&resolve, ms);
+        }
+    });
+    let _ = wasm_bindgen_futures::JsFuture::from(promise).await;
+}
+
+/// Takes the GPU run out of its slot, waiting for a step in flight. None: the run is not on the GPU.
+async fn take_gpu() -> Option<(GpuRun, u64)> {
+    loop {
+        if !GPU_ON.get() {
+            return None;
+        }
+        if let Some(run) = GPU.with_borrow_mut(Option::take) {
+            return Some((run, GPU_EPOCH.get()));
+        }
+        sleep(5).await;
+    }
+}
+
+/// Puts the GPU run back, unless the run was dropped meanwhile.
+fn put_gpu(run: GpuRun, epoch: u64) {
+    if GPU_EPOCH.get() == epoch && GPU_ON.get() {
+        GPU.with_borrow_mut(|slot| *slot = Some(run));
+    }
+}
+
+fn drop_gpu() {
+    GPU_EPOCH.set(GPU_EPOCH.get().wrapping_add(1));
+    GPU_ON.set(false);
+    GPU.with_borrow_mut(|slot| *slot = None);
+}
+
+/// Replaces the CPU trainer (keeping the probe) with `snap`'s state.
+fn replace_cpu(snap: Checkpoint) -> Result<(), String> {
+    let t = Trainer::restore(snap).map_err(|e| e.to_string())?;
+    TRAINER.with_borrow_mut(|slot| match slot.as_mut() {
+        Some((trainer, _)) => {
+            *trainer = t;
+            Ok(())
+        }
+        None => Err("the trainer is gone (internal error)".to_string()),
+    })?;
+    ROLLBACK.with_borrow_mut(|r| *r = None);
+    Ok(())
+}
+
+/// The second-order diagnostics of the last step as a history point and text.
+fn diag_of(d: &engine::optim::second_order::Diagnostics, optimizer: &str, step: usize) -> (DiagPoint, String) {
+    let n = d.layers.len().max(1) as f64;
+    let text = d
+        .layers
+        .iter()
+        .map(|l| {
+            format!(
+                "{}: {} CG iterations, residual {:.1e}{}",
+                l.name,
+                l.cg.iterations,
+                l.cg.rel_residual,
+                if l.fell_back { " (fell back to the gradient)" } else { "" }
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    let point = DiagPoint {
+        step,
+        mean_iterations: d.layers.iter().map(|l| l.cg.iterations as f64).sum::<f64>() / n,
+        max_residual: d.layers.iter().map(|l| l.cg.rel_residual).fold(0.0, f64::max),
+        damping: d.damping,
+        fallbacks_total: d.fallbacks_total,
+    };
+    let header = format!(
+        "{optimizer} after step {step}: damping {:.1e}, KL-clip scale {:.3}, fallbacks {} this step, {} in all",
+        d.damping, d.kl_scale, d.fallbacks_this_step, d.fallbacks_total
+    );
+    (point, format!("{header}\n{text}"))
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -264,6 +409,14 @@ pub struct Lab {
     pub saved_step: RwSignal<Option<usize>>,
     /// A note about the run (restored, model loaded, ...).
     pub notice: RwSignal<Option<String>>,
+    /// The backend the user picked.
+    pub backend: RwSignal<BackendChoice>,
+    /// "Backend: ..." as shown: the one in use and the adapter's name, or why not WebGPU.
+    pub backend_line: RwSignal<String>,
+    /// The WebGPU adapter the run is on (None: on the CPU).
+    pub on_gpu: RwSignal<Option<String>>,
+    /// On WebGPU: the step of the CPU copy the panels show.
+    pub gpu_copy_step: RwSignal<Option<usize>>,
 }
 
 impl Lab {
@@ -291,6 +444,10 @@ impl Lab {
             saved: RwSignal::new(None),
             saved_step: RwSignal::new(None),
             notice: RwSignal::new(None),
+            backend: RwSignal::new(BackendChoice::default()),
+            backend_line: RwSignal::new(BackendChoice::default().idle_line()),
+            on_gpu: RwSignal::new(None),
+            gpu_copy_step: RwSignal::new(None),
         }
     }
 
@@ -311,16 +468,37 @@ impl Lab {
             }
             Phase::Running => self.pause(),
             Phase::Paused => {
-                self.apply_lr_change();
-                self.run();
+                if GPU_ON.get() && self.only_lr_changed() {
+                    // The new learning rate applies on the CPU copy, which then goes back to the GPU.
+                    self.phase.set(Phase::Running);
+                    leptos::task::spawn_local(async move {
+                        self.to_cpu(None).await;
+                        self.apply_lr_change();
+                        self.run();
+                    });
+                } else {
+                    self.apply_lr_change();
+                    self.run();
+                }
             }
         }
     }
 
     pub fn pause(self) {
-        next_generation();
-        self.phase.set(Phase::Paused);
-        self.save(true);
+        let generation = next_generation();
+        if GPU_ON.get() {
+            // Paused once the step in flight has landed and the CPU copy holds it.
+            leptos::task::spawn_local(async move {
+                self.sync_gpu().await;
+                if generation == LOOP_GENERATION.get() && self.phase.get_untracked() == Phase::Running {
+                    self.phase.set(Phase::Paused);
+                }
+                self.save(true);
+            });
+        } else {
+            self.phase.set(Phase::Paused);
+            self.save(true);
+        }
     }
 
     /// Whether the settings differ from the run's only in the learning rate (it applies on Resume).
@@ -365,17 +543,27 @@ impl Lab {
                     return;
                 }
             }
-            Phase::Paused => self.apply_lr_change(),
+            Phase::Paused => {}
         }
         self.phase.set(Phase::Paused);
-        if self.advance(true).is_some() {
-            self.save(true);
-        }
+        leptos::task::spawn_local(async move {
+            if GPU_ON.get() && self.only_lr_changed() {
+                self.to_cpu(None).await;
+            }
+            self.apply_lr_change();
+            self.ensure_backend().await;
+            if let Some((run, epoch)) = take_gpu().await {
+                self.gpu_step(run, epoch, true).await;
+            } else if self.advance(true).is_some() {
+                self.save(true);
+            }
+        });
     }
 
     /// Drops the run (keeping its curve for comparison) and goes back to idle.
     pub fn reset(self) {
         next_generation();
+        self.leave_gpu();
         self.keep_curve();
         TRAINER.with_borrow_mut(|slot| *slot = None);
         ROLLBACK.with_borrow_mut(|r| *r = None);
@@ -425,6 +613,7 @@ impl Lab {
     /// Builds a trainer from the current settings. On bad settings it shows the engine's message.
     fn create(self) -> bool {
         next_generation();
+        self.leave_gpu();
         self.keep_curve();
         self.clear();
         let settings = self.settings.get_untracked();
@@ -457,7 +646,12 @@ impl Lab {
         let generation = next_generation();
         self.error.set(None);
         self.phase.set(Phase::Running);
-        request_animation_frame(move || self.frame(generation));
+        leptos::task::spawn_local(async move {
+            self.ensure_backend().await;
+            if generation == LOOP_GENERATION.get() {
+                request_animation_frame(move || self.frame(generation));
+            }
+        });
     }
 
     fn frame(self, generation: u64) {
@@ -465,6 +659,15 @@ impl Lab {
             return;
         }
         self.yaw.update(|y| *y += 0.004);
+        if GPU_ON.get() {
+            // One step in flight at a time; the frames keep coming (and drawing) meanwhile.
+            if let Some(run) = GPU.with_borrow_mut(Option::take) {
+                let epoch = GPU_EPOCH.get();
+                leptos::task::spawn_local(async move { self.gpu_step(run, epoch, false).await });
+            }
+            request_animation_frame(move || self.frame(generation));
+            return;
+        }
         match self.advance(false) {
             Some(false) => {
                 self.save(false);
@@ -514,40 +717,8 @@ impl Lab {
                         Err(e) => return Err(e),
                     }
                 }
-                chunk.diag = trainer.diagnostics().map(|d| {
-                    let n = d.layers.len().max(1) as f64;
-                    let text = d
-                        .layers
-                        .iter()
-                        .map(|l| {
-                            format!(
-                                "{}: {} CG iterations, residual {:.1e}{}",
-                                l.name,
-                                l.cg.iterations,
-                                l.cg.rel_residual,
-                                if l.fell_back { " (fell back to the gradient)" } else { "" }
-                            )
-                        })
-                        .collect::<Vec<_>>()
-                        .join("\n");
-                    let point = DiagPoint {
-                        step: trainer.step_count(),
-                        mean_iterations: d.layers.iter().map(|l| l.cg.iterations as f64).sum::<f64>() / n,
-                        max_residual: d.layers.iter().map(|l| l.cg.rel_residual).fold(0.0, f64::max),
-                        damping: d.damping,
-                        fallbacks_total: d.fallbacks_total,
-                    };
-                    let header = format!(
-                        "{} after step {}: damping {:.1e}, KL-clip scale {:.3}, fallbacks {} this step, {} in all",
-                        trainer.config().optimizer.name(),
-                        point.step,
-                        d.damping,
-                        d.kl_scale,
-                        d.fallbacks_this_step,
-                        d.fallbacks_total
-                    );
-                    (point, format!("{header}\n{text}"))
-                });
+                chunk.diag =
+                    trainer.diagnostics().map(|d| diag_of(d, trainer.config().optimizer.name(), trainer.step_count()));
                 r
             }
             None => Err("the trainer is gone (internal error)".to_string()),
@@ -704,8 +875,8 @@ impl Lab {
                 settings,
                 config: snap.config.clone(),
                 step: snap.step,
-                train: self.train.get_untracked(),
-                val: self.val.get_untracked(),
+                train: self.train.get_untracked().into_iter().filter(|p| p.0 <= snap.step).collect(),
+                val: self.val.get_untracked().into_iter().filter(|p| p.0 <= snap.step).collect(),
                 entropy: self.entropy.get_untracked(),
                 diagnostics: self.diagnostics.get_untracked(),
             };
@@ -797,6 +968,7 @@ impl Lab {
     /// Makes `trainer` the paused run in progress, with `settings` as its settings.
     fn install(self, trainer: Trainer, settings: Settings, base_step: usize) {
         next_generation();
+        self.leave_gpu();
         self.keep_curve();
         self.clear();
         self.saved.set(None);
@@ -866,5 +1038,278 @@ impl Lab {
                 }
             });
         }
+    }
+}
+
+/// The WebGPU backend: moving the run between the CPU and the GPU, and the awaited GPU steps.
+impl Lab {
+    /// What the export records: "webgpu (adapter)" or "cpu".
+    pub fn backend_in_use(self) -> String {
+        match self.on_gpu.get_untracked() {
+            Some(adapter) => format!("webgpu ({adapter})"),
+            None => "cpu".into(),
+        }
+    }
+
+    /// The user picked a backend: a run in progress moves there (from the GPU's latest state).
+    pub fn set_backend(self, choice: BackendChoice) {
+        if self.backend.get_untracked() == choice {
+            return;
+        }
+        self.backend.set(choice);
+        if TRAINER.with_borrow(Option::is_none) {
+            self.backend_line.set(choice.idle_line());
+            return;
+        }
+        let running = self.phase.get_untracked() == Phase::Running;
+        if running {
+            next_generation();
+        }
+        leptos::task::spawn_local(async move {
+            self.ensure_backend().await;
+            if running {
+                self.run();
+            } else {
+                self.save(true);
+            }
+        });
+    }
+
+    /// Drops the GPU run (a new run or a loaded one replaces it).
+    fn leave_gpu(self) {
+        drop_gpu();
+        self.on_gpu.set(None);
+        self.gpu_copy_step.set(None);
+        self.backend_line.set(self.backend.get_untracked().idle_line());
+    }
+
+    /// Puts the run where the choice says: WebGPU (when an adapter exists and can run it) or the CPU.
+    async fn ensure_backend(self) {
+        match self.backend.get_untracked() {
+            BackendChoice::Cpu => {
+                if GPU_ON.get() {
+                    self.to_cpu(None).await;
+                } else {
+                    self.backend_line.set("Backend: CPU".into());
+                }
+            }
+            choice => {
+                if !GPU_ON.get() && TRAINER.with_borrow(Option::is_some) {
+                    self.to_gpu(choice).await;
+                }
+            }
+        }
+    }
+
+    /// Moves the CPU run to a WebGPU device; on no adapter or a run the GPU cannot do, stays on the CPU
+    /// and says why.
+    async fn to_gpu(self, choice: BackendChoice) {
+        let ctx = match GpuContext::new().await {
+            Ok(ctx) => ctx,
+            Err(e) => {
+                let why = e.to_string().replacen("no GPU adapter", "no WebGPU adapter", 1);
+                self.backend_line.set(format!("Backend: CPU ({why})"));
+                if choice == BackendChoice::WebGpu {
+                    self.notice.set(Some(format!("WebGPU is not available here ({why}); training on the CPU")));
+                }
+                return;
+            }
+        };
+        let adapter = ctx.adapter_name();
+        let Some(snap) = TRAINER.with_borrow(|slot| slot.as_ref().map(|(t, _)| t.snapshot())) else { return };
+        let step = snap.step;
+        match GpuTrainer::restore(ctx, snap) {
+            Ok(gpu) => {
+                drop_gpu();
+                GPU.with_borrow_mut(|slot| {
+                    *slot = Some(GpuRun { gpu, adapter: adapter.clone(), synced_ms: now_ms(), last_ok: step })
+                });
+                GPU_ON.set(true);
+                self.gpu_copy_step.set(Some(step));
+                self.backend_line.set(format!("Backend: WebGPU ({adapter})"));
+                self.on_gpu.set(Some(adapter));
+            }
+            Err(e) => {
+                let why = format!("WebGPU ({adapter}) cannot run this: {e}");
+                self.backend_line.set(format!("Backend: CPU ({why})"));
+                self.notice.set(Some(format!("{why}; training on the CPU")));
+            }
+        }
+    }
+
+    /// Brings the run back to the CPU from the GPU's state now (or, when the GPU fails, from its
+    /// last copy plus the steps since, recomputed). `why`: the line's reason.
+    async fn to_cpu(self, why: Option<String>) {
+        let Some((run, _)) = take_gpu().await else { return };
+        let moved = match run.gpu.snapshot().await {
+            Ok(snap) => replace_cpu(snap),
+            Err(e) => Err(e.to_string()),
+        };
+        match moved {
+            Ok(()) => {
+                drop_gpu();
+                self.on_gpu.set(None);
+                self.gpu_copy_step.set(None);
+                let why = why.map(|w| format!(" ({w})")).unwrap_or_default();
+                self.backend_line.set(format!("Backend: CPU{why}"));
+                self.refresh_panels();
+            }
+            Err(e) => self.fall_back(run, e),
+        }
+    }
+
+    /// Refreshes the CPU copy from the GPU (the GPU run stays).
+    async fn sync_gpu(self) {
+        let Some((mut run, epoch)) = take_gpu().await else { return };
+        match run.gpu.snapshot().await.map_err(|e| e.to_string()).and_then(replace_cpu) {
+            Ok(()) => {
+                run.synced_ms = now_ms();
+                self.gpu_copy_step.set(Some(run.gpu.step_count()));
+                put_gpu(run, epoch);
+                self.refresh_panels();
+            }
+            Err(e) => self.fall_back(run, e),
+        }
+    }
+
+    /// Looks at the probe row through the CPU copy and publishes it.
+    fn refresh_panels(self) {
+        let depth = self.depth.get_untracked();
+        let look = TRAINER.with_borrow_mut(|slot| {
+            let (trainer, probe) = slot.as_mut()?;
+            probe.last_ms = now_ms();
+            Some(probe.look(trainer, depth, true))
+        });
+        match look {
+            Some(Ok((snap, entropy))) => {
+                self.entropy.update(|e| {
+                    e.retain(|p| p.0 < snap.step);
+                    e.push((snap.step, entropy))
+                });
+                self.snapshot.set(Some(snap));
+            }
+            Some(Err(e)) => self.error.set(Some(e)),
+            None => {}
+        }
+    }
+
+    /// The GPU failed: the CPU takes over from the last copy, recomputing the steps since it
+    /// (the batches depend only on the step number), and says so.
+    fn fall_back(self, run: GpuRun, e: String) {
+        drop_gpu();
+        self.on_gpu.set(None);
+        self.gpu_copy_step.set(None);
+        let target = run.last_ok;
+        let recomputed = TRAINER.with_borrow_mut(|slot| -> Result<(usize, usize), String> {
+            let (trainer, _) = slot.as_mut().ok_or("the trainer is gone (internal error)")?;
+            let from = trainer.step_count();
+            while trainer.step_count() < target {
+                trainer
+                    .step()
+                    .map_err(|e| format!("recomputing step {} on the CPU failed: {e}", trainer.step_count() + 1))?;
+            }
+            Ok((from, target))
+        });
+        let adapter = run.adapter;
+        match recomputed {
+            Ok((from, to)) => {
+                let message = format!(
+                    "WebGPU ({adapter}) failed: {e}. Training continues on the CPU from step {to} \
+                     (the GPU's copy at step {from}, plus {} steps recomputed); nothing is lost",
+                    to - from
+                );
+                web_sys::console::warn_1(&format!("Spherewalk: {message}").into());
+                self.backend_line.set(format!("Backend: CPU (WebGPU failed: {e})"));
+                self.notice.set(Some(message));
+                self.refresh_panels();
+            }
+            Err(message) => self.fail(format!("WebGPU ({adapter}) failed: {e}; {message}")),
+        }
+    }
+
+    /// One step on the GPU (with the evaluation and copy to the CPU when due), then the run goes back
+    /// to its slot. `single`: the Step button.
+    async fn gpu_step(self, mut run: GpuRun, epoch: u64, single: bool) {
+        let total = self.total_steps.get_untracked();
+        let eval_every = self.eval_every.get_untracked();
+        let need_initial_eval = self.val.with_untracked(Vec::is_empty);
+        let started = now_ms();
+        let mut chunk = Chunk::default();
+        let outcome: Result<bool, GpuError> = async {
+            if need_initial_eval {
+                let loss = run.gpu.evaluate().await?;
+                chunk.val.push((run.gpu.step_count(), loss));
+            }
+            if run.gpu.step_count() >= total {
+                return Ok(true);
+            }
+            let report = run.gpu.step().await?;
+            run.last_ok = run.gpu.step_count();
+            let done = run.gpu.step_count();
+            chunk.train.push((done, report.loss));
+            if done == total || (eval_every > 0 && done.is_multiple_of(eval_every)) {
+                let loss = run.gpu.evaluate().await?;
+                chunk.val.push((done, loss));
+            }
+            Ok(done >= total)
+        }
+        .await;
+        if GPU_EPOCH.get() != epoch {
+            return; // the run was replaced meanwhile
+        }
+        let elapsed = now_ms() - started;
+        if !chunk.train.is_empty() {
+            self.ms_per_step.set(Some(elapsed));
+            self.train.update(|t| t.extend_from_slice(&chunk.train));
+        }
+        if !chunk.val.is_empty() {
+            self.val.update(|v| v.extend_from_slice(&chunk.val));
+        }
+        let optimizer = self.run_config.with_untracked(|c| c.as_ref().map(|c| c.optimizer.name().to_string()));
+        if let (Some(d), Some(name)) = (run.gpu.diagnostics(), optimizer) {
+            let (point, text) = diag_of(d, &name, run.gpu.step_count());
+            if !chunk.train.is_empty() {
+                self.diagnostics.update(|d| d.push(point));
+            }
+            self.diag_text.set(Some(text));
+        }
+        let done = match outcome {
+            Ok(done) => done,
+            Err(e) => {
+                self.fall_back(run, e.to_string());
+                return;
+            }
+        };
+        put_gpu(run, epoch);
+        let due = GPU.with_borrow(|slot| slot.as_ref().is_some_and(|r| now_ms() - r.synced_ms >= GPU_SYNC_EVERY_MS));
+        if single || done || due {
+            self.sync_gpu().await;
+        }
+        if done {
+            next_generation();
+            self.phase.set(Phase::Done);
+            self.save(true);
+        } else if single {
+            self.save(true);
+        } else if due {
+            self.save(false);
+        }
+    }
+}
+
+/// The line under a panel drawn from the CPU copy while the run is on WebGPU.
+pub fn gpu_copy_note(lab: Lab) -> impl IntoView {
+    view! {
+        <Show when=move || lab.on_gpu.with(Option::is_some)>
+            <p class="note gpu-copy-note">
+                {move || {
+                    format!(
+                        "Drawn from a CPU copy of the WebGPU weights, refreshed every {} s{}.",
+                        GPU_SYNC_EVERY_MS / 1000.0,
+                        lab.gpu_copy_step.get().map(|s| format!(" (now: step {s})")).unwrap_or_default(),
+                    )
+                }}
+            </p>
+        </Show>
     }
 }

@@ -188,7 +188,41 @@ fn App() -> impl IntoView {
                     "A small transformer, trained in your browser. Engine "
                     <code id="version">{engine::VERSION}</code>
                 </p>
-                <p id="backend" class="note">"Backend: CPU (WebGPU backend not built yet)"</p>
+                <p id="backend" class="note" aria-live="polite">{move || lab.backend_line.get()}</p>
+                <label class="backend-choice">
+                    "Backend "
+                    <select
+                        id="backend-choice"
+                        aria-label="where training runs"
+                        on:change=move |ev| {
+                            if let Some(choice) = lab::BackendChoice::from_id(&event_target_value(&ev)) {
+                                lab.set_backend(choice);
+                            }
+                        }
+                    >
+                        {lab::BackendChoice::ALL
+                            .into_iter()
+                            .map(|b| {
+                                view! {
+                                    <option value=b.id() selected=move || lab.backend.get() == b>
+                                        {b.label()}
+                                    </option>
+                                }
+                            })
+                            .collect_view()}
+                    </select>
+                </label>
+                <Show when=move || lab.on_gpu.with(Option::is_some)>
+                    <p id="gpu-copy" class="note">
+                        {move || {
+                            format!(
+                                "On WebGPU the sphere, attention, entropy and Brownian panels show a CPU copy of the weights, refreshed from the GPU every {} s{}.",
+                                lab::GPU_SYNC_EVERY_MS / 1000.0,
+                                lab.gpu_copy_step.get().map(|s| format!(" (now: step {s})")).unwrap_or_default(),
+                            )
+                        }}
+                    </p>
+                </Show>
                 <button
                     id="theme"
                     type="button"

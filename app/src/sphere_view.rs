@@ -301,6 +301,7 @@ pub fn SphereView(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                 on:pointercancel=on_up
                 on:keydown=on_key
             ></canvas>
+            {crate::lab::gpu_copy_note(lab)}
         </section>
     }
 }

@@ -13,9 +13,9 @@
 
 pub mod activation;
 pub mod adamw;
-pub mod cgfac;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod bench;
+pub mod cgfac;
 pub mod cross_entropy;
 pub mod elementwise;
 pub mod embedding;
