@@ -121,9 +121,10 @@ impl Ctx {
         }
         let cargo = env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
         let mut dirs = vec![root.join("e2e").join("node_modules").join(".bin")];
-        if let Some(home) = env::var_os("CARGO_HOME").map(PathBuf::from).or_else(|| {
-            env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo"))
-        }) {
+        if let Some(home) = env::var_os("CARGO_HOME")
+            .map(PathBuf::from)
+            .or_else(|| env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")))
+        {
             dirs.push(home.join("bin"));
         }
         dirs.extend(env::split_paths(&env::var_os("PATH").unwrap_or_default()));
@@ -145,9 +146,7 @@ impl Ctx {
     /// Runs a command with inherited output; a non-zero exit is an error naming it.
     fn run(&self, what: &str, mut c: Command) -> Result {
         println!("xtask: $ {}", show(&c));
-        let status = c
-            .status()
-            .map_err(|e| Error(format!("{what}: could not start `{}`: {e}", show(&c))))?;
+        let status = c.status().map_err(|e| Error(format!("{what}: could not start `{}`: {e}", show(&c))))?;
         if status.success() {
             Ok(())
         } else {
@@ -180,11 +179,8 @@ impl Ctx {
     }
 
     fn setup_apt(&self) -> Result {
-        let mut missing: Vec<String> = [CHROMIUM, CHROMEDRIVER]
-            .iter()
-            .filter(|p| !Path::new(p).exists())
-            .map(|p| p.to_string())
-            .collect();
+        let mut missing: Vec<String> =
+            [CHROMIUM, CHROMEDRIVER].iter().filter(|p| !Path::new(p).exists()).map(|p| p.to_string()).collect();
         for pkg in &APT_PACKAGES[2..] {
             let mut q = Command::new("dpkg-query");
             q.args(["-W", "-f=${Status}", pkg]);
@@ -238,9 +234,8 @@ impl Ctx {
                 // No rustup (a distro toolchain): check that the target's std is there.
                 let mut sysroot = self.cmd("rustc");
                 sysroot.args(["--print", "sysroot"]);
-                let has = self
-                    .output(sysroot)
-                    .is_some_and(|s| Path::new(&s).join("lib/rustlib").join(WASM_TARGET).is_dir());
+                let has =
+                    self.output(sysroot).is_some_and(|s| Path::new(&s).join("lib/rustlib").join(WASM_TARGET).is_dir());
                 if has {
                     Ok(())
                 } else {
@@ -287,7 +282,9 @@ impl Ctx {
     fn expect_version(&self, tool: &str, want: &str) -> Result {
         match self.tool_version(tool) {
             Some(v) if v == want => Ok(()),
-            got => fail(format!("after installing, `{tool} --version` says {got:?}, want {want:?} (is another {tool} earlier on PATH?)")),
+            got => fail(format!(
+                "after installing, `{tool} --version` says {got:?}, want {want:?} (is another {tool} earlier on PATH?)"
+            )),
         }
     }
 
@@ -307,9 +304,14 @@ impl Ctx {
             update.args(["-o", "DPkg::Lock::Timeout=600", "update"]);
             self.run("apt-get update", update)?;
             let mut install = Command::new("apt-get");
-            install
-                .env("DEBIAN_FRONTEND", "noninteractive")
-                .args(["install", "-y", "-o", "DPkg::Lock::Timeout=600", "nodejs", "npm"]);
+            install.env("DEBIAN_FRONTEND", "noninteractive").args([
+                "install",
+                "-y",
+                "-o",
+                "DPkg::Lock::Timeout=600",
+                "nodejs",
+                "npm",
+            ]);
             self.run("apt-get install nodejs npm", install)?;
         }
         let mut c = self.cmd("npm");
@@ -334,10 +336,8 @@ impl Ctx {
         while let Some(a) = it.next() {
             match a.as_str() {
                 "--port" => {
-                    port = it
-                        .next()
-                        .and_then(|p| p.parse().ok())
-                        .ok_or_else(|| Error("--port needs a number".into()))?
+                    port =
+                        it.next().and_then(|p| p.parse().ok()).ok_or_else(|| Error("--port needs a number".into()))?
                 }
                 other => return fail(format!("serve: unknown argument `{other}`")),
             }
@@ -346,8 +346,7 @@ impl Ctx {
         self.fetch()?;
         println!("xtask: serving on http://127.0.0.1:{port} (release build; Ctrl-C stops)");
         let mut c = self.cmd("trunk");
-        c.args(["serve", "--release", "--offline", "--address", "127.0.0.1", "--port"])
-            .arg(port.to_string());
+        c.args(["serve", "--release", "--offline", "--address", "127.0.0.1", "--port"]).arg(port.to_string());
         self.run("trunk serve", c)
     }
 
@@ -609,11 +608,7 @@ fn respond(stream: &mut TcpStream, status: &str, ctype: &str, body: &[u8], with_
 // --------------------------------------------------------------------- misc
 
 fn is_root() -> bool {
-    Command::new("id")
-        .arg("-u")
-        .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
-        .unwrap_or(false)
+    Command::new("id").arg("-u").output().map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0").unwrap_or(false)
 }
 
 fn banner(name: &str) {
