@@ -1,12 +1,15 @@
-//! Spherewalk's engine: a small Pre-LN transformer trained on the CPU, written to be read.
+//! Spherewalk's engine: a small Pre-LN transformer trained on the CPU (the reference, written to be
+//! read) or on the GPU through WGSL, and the measurements the lab makes of it.
 //!
 //! Data flow, top to bottom:
 //! - `config`: what the model and the run are (serde).
 //! - `data`: built-in seeded data sets and the user's text, split into train and validation.
 //! - model: `params` (one flat buffer with named views) -> `model` (forward with a cache, backward by
 //!   hand) built from `embedding`, `layer_norm`, `linear`, `attention`, `activation`, `loss`.
-//! - `optim`: SGD with momentum, AdamW, clipping, schedules.
+//! - `optim`: SGD with momentum, AdamW, clipping, schedules, and K-FAC / CG-FAC (`second_order`).
 //! - `train`: the training loop the CLI and the page share; `checkpoint`: safetensors on disk.
+//! - `gpu` (feature `gpu`): the same step in WGSL kernels through wgpu, checked against the CPU.
+//! - `science`: tokens on the sphere, attention as a Markov chain, Brownian and JoMA references.
 //! - `gradcheck` and `bench`: how we know it is right and how fast it is.
 
 pub mod activation;
@@ -29,7 +32,6 @@ pub mod optim;
 pub mod params;
 pub mod rng;
 pub mod scalar;
-/// What the lab measures: tokens on the sphere, attention as a Markov chain, Brownian references.
 pub mod science;
 pub mod train;
 
