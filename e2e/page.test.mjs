@@ -426,6 +426,40 @@ test('presets, links, bad input, panels, export and speed', { timeout: 240_000 }
   await page.mouse.move(box.x + box.width / 2 + 80, box.y + box.height / 2 + 30, { steps: 5 });
   await page.mouse.up();
   assert.ok((await snapshot(page, '#sphere')) !== before, 'dragging rotates the sphere');
+  // Training time: the step slider goes back to an earlier snapshot and Live returns to the latest.
+  const liveStep = await page.evaluate(() => Number(document.getElementById('sphere').dataset.step));
+  assert.match(await textOf(page, '#time-value'), new RegExp(`^live \\(step ${liveStep}\\)$`));
+  assert.equal(await page.getAttribute('#time', 'aria-valuetext'), `live (step ${liveStep})`);
+  assert.ok(Number(await page.getAttribute('#time', 'max')) >= 2, 'several snapshots kept over training');
+  const liveView = await snapshot(page, '#sphere');
+  await page.evaluate(() => {
+    const t = document.getElementById('time');
+    t.value = '0';
+    t.dispatchEvent(new Event('input', { bubbles: true }));
+  });
+  const pastText = await textOf(page, '#time-value');
+  const pastStep = Number(/^step (\d+)$/.exec(pastText)?.[1]);
+  assert.ok(pastStep < liveStep, `the slider points at an earlier step (${pastText}, live ${liveStep})`);
+  assert.equal(await page.getAttribute('#time', 'aria-valuetext'), pastText, 'screen readers hear the step');
+  assert.equal(await page.evaluate(() => Number(document.getElementById('sphere').dataset.shownStep)), pastStep);
+  assert.ok((await snapshot(page, '#sphere')) !== liveView, 'the earlier cloud is drawn');
+  await page.screenshot({ path: join(ARTIFACTS, 'panel-sphere-past.png'), clip: await page.locator('#panel-sphere').boundingBox() });
+  await page.evaluate(() => {
+    const t = document.getElementById('time');
+    t.value = t.max;
+    t.dispatchEvent(new Event('input', { bubbles: true }));
+  });
+  assert.equal(await textOf(page, '#time-value'), `live (step ${liveStep})`, 'the end of the slider is live');
+  assert.equal(await page.evaluate(() => Number(document.getElementById('sphere').dataset.shownStep)), liveStep);
+  assert.equal(await snapshot(page, '#sphere'), liveView, 'live shows the latest cloud again');
+  await page.evaluate(() => {
+    const t = document.getElementById('time');
+    t.value = '1';
+    t.dispatchEvent(new Event('input', { bubbles: true }));
+  });
+  assert.match(await textOf(page, '#time-value'), /^step \d+$/);
+  await page.click('#time-live');
+  assert.equal(await textOf(page, '#time-value'), `live (step ${liveStep})`, 'the Live button returns to the latest');
   await page.locator('#panel-sphere').screenshot({ path: join(ARTIFACTS, 'panel-sphere.png') });
 
   // Attention: a heatmap per layer and head; P^k spreads (or concentrates) the rows.

@@ -7,6 +7,7 @@
 
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 use engine::checkpoint::Snapshot as Checkpoint;
 use engine::data::Split;
@@ -239,11 +240,21 @@ pub struct Snapshot {
     pub trails: Vec<Vec<Vec<[f64; 3]>>>,
     /// Per depth 0..=L: fraction of the second moment the 3-D view shows.
     pub explained: Vec<f64>,
+    /// The model width: the length of each raw sphere point in `history`.
+    pub d_model: usize,
+    /// Per depth 0..=L: the live view's (3, d_model) projection components.
+    pub components: Vec<Vec<f64>>,
+    /// Earlier probe frames, oldest first, the last is now (shared, thinned evenly beyond
+    /// `HISTORY_LEN`): (step, raw (N, d_model) points of every depth), for scrubbing through time.
+    pub history: Vec<ProbeFrame>,
     /// Per layer and head (layer * heads + head): the (T, T) attention of the probe row.
     pub attention: Vec<Vec<f64>>,
     /// The Brownian analysis of the points over training at one depth (None: too few frames yet).
     pub brownian: Option<Result<Analysis, String>>,
 }
+
+/// One probe frame: (step, the raw sphere points of every depth).
+pub type ProbeFrame = Arc<(usize, Vec<Vec<f64>>)>;
 
 /// An earlier run's training curve: (label, (step, loss) points).
 pub type EarlierRun = (String, Vec<(usize, f32)>);
@@ -266,7 +277,7 @@ struct Probe {
     previous: Vec<Option<Vec<f64>>>,
     trails: Vec<VecDeque<Vec<[f64; 3]>>>,
     /// (step, points of every depth) of earlier snapshots, for the Brownian analysis.
-    history: Vec<(usize, Vec<Vec<f64>>)>,
+    history: Vec<ProbeFrame>,
     /// The last Brownian analysis, and when it ran: reused between analyses while training.
     brownian: Option<Result<Analysis, String>>,
     brownian_ms: f64,
@@ -298,8 +309,8 @@ impl Probe {
         if self.history.len() < 3 || depth > cfg.layers {
             return None;
         }
-        let frames: Vec<&[f64]> = self.history.iter().map(|(_, f)| f[depth].as_slice()).collect();
-        let times: Vec<f64> = self.history.iter().map(|(s, _)| *s as f64).collect();
+        let frames: Vec<&[f64]> = self.history.iter().map(|h| h.1[depth].as_slice()).collect();
+        let times: Vec<f64> = self.history.iter().map(|h| h.0 as f64).collect();
         let components = self.previous[depth].as_deref().unwrap_or(&[]);
         Some(brownian_view::analyse(&frames, &times, cfg.d_model, components, depth, trainer.config().seed))
     }
@@ -313,7 +324,7 @@ impl Probe {
         let mut explained = Vec::with_capacity(cfg.layers + 1);
         let step = trainer.step_count();
         // Times must increase: a rollback (non-finite loss) goes back in steps.
-        self.history.retain(|(s, _)| *s < step);
+        self.history.retain(|h| h.0 < step);
         let mut frame = Vec::with_capacity(cfg.layers + 1);
         for depth in 0..=cfg.layers {
             let points = sci_cache::sphere_points(cfg, &self.cache, depth).map_err(|e| e.to_string())?;
@@ -328,7 +339,7 @@ impl Probe {
             trail.push_back(p.points);
             frame.push(points);
         }
-        self.history.push((step, frame));
+        self.history.push(Arc::new((step, frame)));
         if self.history.len() > HISTORY_LEN {
             let last = self.history.len() - 1;
             let old = std::mem::take(&mut self.history);
@@ -365,6 +376,9 @@ impl Probe {
             tokens: self.tokens.clone(),
             trails: self.trails.iter().map(|t| t.iter().cloned().collect()).collect(),
             explained,
+            d_model: cfg.d_model,
+            components: self.previous.iter().map(|c| c.clone().unwrap_or_default()).collect(),
+            history: self.history.clone(),
             attention,
             brownian,
         };

@@ -7,7 +7,9 @@ use leptos::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement};
 
-use crate::lab::{Lab, Snapshot};
+use engine::science::sphere;
+
+use crate::lab::{Lab, Snapshot, TRAIL_LEN};
 
 /// Rotates by yaw (about the vertical axis), then pitch (about the horizontal one).
 fn rotate(p: [f64; 3], yaw: f64, pitch: f64) -> [f64; 3] {
@@ -24,6 +26,60 @@ fn hue(i: usize, n: usize) -> f64 {
     360.0 * i as f64 / n.max(1) as f64
 }
 
+/// An earlier moment of training, as the time slider shows it: the chosen frame and the frames
+/// before it, all projected with the chosen frame's components.
+#[derive(Clone, Debug, PartialEq)]
+struct Scrub {
+    step: usize,
+    /// Oldest first, the last is the chosen frame.
+    trail: Vec<Vec<[f64; 3]>>,
+    explained: f64,
+}
+
+/// Projects raw (N, dim) points on `components` ((3, dim) row-major) and onto the unit sphere.
+fn apply(components: &[f64], dim: usize, points: &[f64]) -> Vec<[f64; 3]> {
+    points
+        .chunks_exact(dim)
+        .map(|p| {
+            let mut y = [0.0; 3];
+            for (yi, c) in y.iter_mut().zip(components.chunks_exact(dim)) {
+                *yi = c.iter().zip(p).map(|(a, b)| a * b).sum();
+            }
+            let n = (y[0] * y[0] + y[1] * y[1] + y[2] * y[2]).sqrt();
+            if n > 0.0 {
+                y.iter_mut().for_each(|v| *v /= n);
+            }
+            y
+        })
+        .collect()
+}
+
+/// The index in the history of the frame the time slider points at: the last at or before `step`.
+fn frame_index(snap: &Snapshot, step: usize) -> usize {
+    snap.history.iter().rposition(|h| h.0 <= step).unwrap_or(0)
+}
+
+/// The cloud at the history frame at or before `step`, with its trail, at `depth`.
+fn scrub(snap: &Snapshot, step: usize, depth: usize) -> Result<Option<Scrub>, String> {
+    if snap.history.is_empty() {
+        return Ok(None);
+    }
+    let depth = depth.min(snap.layers);
+    let k = frame_index(snap, step);
+    let dim = snap.d_model;
+    let Some(points) = snap.history[k].1.get(depth) else { return Ok(None) };
+    // Aligned to the live view's directions, so moving the slider does not flip the picture.
+    let previous = snap.components.get(depth).filter(|c| c.len() == 3 * dim).map(|c| c.as_slice());
+    let p = sphere::project3(points, dim, previous).map_err(|e| e.to_string())?;
+    let first = (k + 1).saturating_sub(TRAIL_LEN);
+    let trail = snap.history[first..=k]
+        .iter()
+        .filter_map(|h| h.1.get(depth))
+        .map(|pts| apply(&p.components, dim, pts))
+        .collect();
+    Ok(Some(Scrub { step: snap.history[k].0, trail, explained: p.explained.iter().sum() }))
+}
+
 struct View {
     depth: usize,
     by_token: bool,
@@ -35,7 +91,12 @@ struct View {
 }
 
 /// Draws the snapshot; returns the number of points and of Brownian ghosts drawn.
-fn draw(canvas: &HtmlCanvasElement, snap: Option<&Snapshot>, v: &View) -> Result<(usize, usize), String> {
+fn draw(
+    canvas: &HtmlCanvasElement,
+    snap: Option<&Snapshot>,
+    past: Option<&Scrub>,
+    v: &View,
+) -> Result<(usize, usize), String> {
     let ctx: CanvasRenderingContext2d = canvas
         .get_context("2d")
         .ok()
@@ -77,11 +138,11 @@ fn draw(canvas: &HtmlCanvasElement, snap: Option<&Snapshot>, v: &View) -> Result
         return Ok((0, 0));
     };
     let depth = v.depth.min(snap.trails.len().saturating_sub(1));
-    let Some(trail) = snap.trails.get(depth) else { return Ok((0, 0)) };
+    let Some(trail) = past.map(|p| &p.trail).or(snap.trails.get(depth)) else { return Ok((0, 0)) };
     let Some(now) = trail.last() else { return Ok((0, 0)) };
     // Brownian ghost walkers (same start points, fitted D), behind the tokens: hollow grey rings.
     let mut ghosts = 0;
-    if v.ghosts {
+    if v.ghosts && past.is_none() {
         if let Some(Ok(a)) = snap.brownian.as_ref().filter(|b| b.as_ref().is_ok_and(|a| a.depth == depth)) {
             ctx.set_line_width(1.5);
             for g in &a.ghosts {
@@ -151,9 +212,9 @@ fn draw(canvas: &HtmlCanvasElement, snap: Option<&Snapshot>, v: &View) -> Result
     ctx.set_fill_style_str(fg);
     ctx.set_font("13px sans-serif");
     let depth_name = if depth == snap.layers { "final LayerNorm".to_string() } else { format!("into layer {depth}") };
-    let shown = snap.explained.get(depth).copied().unwrap_or(0.0) * 100.0;
-    let _ =
-        ctx.fill_text(&format!("step {}, {depth_name}; view shows {shown:.0}% of the spread", snap.step), 10.0, 20.0);
+    let shown = past.map(|p| p.explained).or(snap.explained.get(depth).copied()).unwrap_or(0.0) * 100.0;
+    let step = past.map_or(snap.step, |p| p.step);
+    let _ = ctx.fill_text(&format!("step {step}, {depth_name}; view shows {shown:.0}% of the spread"), 10.0, 20.0);
     Ok((now.len(), ghosts))
 }
 
@@ -170,6 +231,44 @@ pub fn SphereView(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
             ghosts.set(true);
         }
     });
+    // The training step the time slider points at (None: live, the latest).
+    let time = RwSignal::new(None::<usize>);
+    let past = Memo::new(move |_| {
+        let step = time.get()?;
+        let depth = depth.get();
+        lab.snapshot.with(|s| s.as_ref().map(|s| scrub(s, step, depth)))?.unwrap_or_else(|e| {
+            lab.error.set(Some(format!("could not draw the sphere: {e}")));
+            None
+        })
+    });
+    // A new run (or a rollback) goes back in steps: show it live.
+    Effect::new(move |_| {
+        let now = lab.snapshot.with(|s| s.as_ref().map(|s| s.step));
+        if time.get_untracked().is_some_and(|t| now.is_none_or(|n| n < t)) {
+            time.set(None);
+        }
+    });
+    let frames = move || lab.snapshot.with(|s| s.as_ref().map_or(0, |s| s.history.len()));
+    let time_index = move || match time.get() {
+        None => frames().saturating_sub(1),
+        Some(step) => lab.snapshot.with(|s| s.as_ref().map_or(0, |s| frame_index(s, step))),
+    };
+    let time_text = move || match past.get() {
+        Some(p) => format!("step {}", p.step),
+        None => lab.snapshot.with(|s| s.as_ref().map_or("live".to_string(), |s| format!("live (step {})", s.step))),
+    };
+    let on_time = move |ev: leptos::ev::Event| {
+        let i: usize = event_target_value(&ev).parse().unwrap_or(0);
+        let chosen = lab.snapshot.with_untracked(|s| {
+            let s = s.as_ref()?;
+            if i + 1 >= s.history.len() {
+                None
+            } else {
+                Some(s.history[i].0)
+            }
+        });
+        time.set(chosen);
+    };
     let drawn = RwSignal::new(0usize);
     let ghosts_drawn = RwSignal::new(0usize);
     let drag = StoredValue::new(None::<(f64, f64)>);
@@ -187,7 +286,7 @@ pub fn SphereView(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
             dark: dark.get(),
         };
         let Some(canvas) = canvas_ref.get() else { return };
-        let n = lab.snapshot.with(|s| draw(&canvas, s.as_ref(), &view));
+        let n = past.with(|p| lab.snapshot.with(|s| draw(&canvas, s.as_ref(), p.as_ref(), &view)));
         match n {
             Ok((n, g)) => {
                 drawn.set(n);
@@ -235,7 +334,8 @@ pub fn SphereView(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                     "radius sqrt(d). Here are the u of one fixed validation row, projected on their top three "
                     "principal directions and normalised to the unit sphere (the directions are matched from one "
                     "frame to the next, so the picture does not jump). Trails show where each token was in the "
-                    "last frames of training. Look for tokens of the same kind gathering together as the model "
+                    "last frames of training; the training-step slider goes back to earlier moments (Live returns "
+                    "to the latest). Look for tokens of the same kind gathering together as the model "
                     "learns; deeper layers usually separate them more. Drag (or use the arrow keys) to rotate."
                 </p>
             </details>
@@ -254,6 +354,29 @@ pub fn SphereView(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                         on:input=move |ev| depth.set(event_target_value(&ev).parse().unwrap_or(0))
                     />
                 </label>
+                <label for="time">
+                    "Training step " <span id="time-value">{time_text}</span>
+                    <input
+                        id="time"
+                        type="range"
+                        min="0"
+                        max=move || frames().saturating_sub(1)
+                        aria-valuetext=time_text
+                        disabled=move || frames() < 2
+                        prop:value=move || time_index().to_string()
+                        on:input=on_time
+                    />
+                </label>
+                <button
+                    id="time-live"
+                    class="small"
+                    type="button"
+                    aria-label="back to the live training step"
+                    disabled=move || time.get().is_none()
+                    on:click=move |_| time.set(None)
+                >
+                    "Live"
+                </button>
                 <label for="color-by">
                     "Colour by"
                     <select
@@ -295,6 +418,9 @@ pub fn SphereView(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                 data-points=move || drawn.get()
                 data-ghosts=move || ghosts_drawn.get()
                 data-step=move || lab.snapshot.with(|s| s.as_ref().map(|s| s.step).unwrap_or(0))
+                data-shown-step=move || {
+                    past.get().map(|p| p.step).or(lab.snapshot.with(|s| s.as_ref().map(|s| s.step))).unwrap_or(0)
+                }
                 on:pointerdown=on_down
                 on:pointermove=on_move
                 on:pointerup=on_up
