@@ -105,7 +105,7 @@ test('the page trains the default experiment in the browser and the loss goes do
   // Before training.
   const before = await readPage(page);
   assert.equal(before.title, 'Spherewalk');
-  assert.equal(before.backend, 'Backend: CPU', 'the default backend is the CPU, and the line says so');
+  assert.match(before.backend ?? '', /^Backend: auto \(/, 'the default backend is auto, and the line says so');
   assert.match(before.version ?? '', /^\d+\.\d+\.\d+/, 'the engine version is shown');
   assert.equal(before.status, 'idle');
   assert.equal(before.button, 'Start');
@@ -164,6 +164,8 @@ test('the page trains the default experiment in the browser and the loss goes do
   );
   const trainMs = Date.now() - trainStart;
   const after = await readPage(page);
+  // Headless Chromium's only WebGPU adapter is SwiftShader (software): auto keeps the CPU and says why.
+  assert.match(after.backend ?? '', /^Backend: CPU \(auto: the WebGPU adapter, .+, is software/, `auto picked the CPU (saw "${after.backend}")`);
   const longestTaskMs = await page.evaluate(() => window.__longestTaskMs);
 
   await page.screenshot({ path: join(ARTIFACTS, 'page.png'), fullPage: true });
@@ -717,7 +719,7 @@ test('lose nothing, model files, non-finite loss, Brownian panel, PNG and theme'
 test('WebGPU backend: picked and named, trains, and the CPU continues from the same step', { timeout: 240_000 }, async (t) => {
   const { page, problems } = await launch(t);
   await open(page, '');
-  assert.equal(await valueOf(page, '#backend-choice'), 'cpu', 'the default backend is the CPU');
+  assert.equal(await valueOf(page, '#backend-choice'), 'auto', 'the default backend is auto');
   await page.selectOption('#backend-choice', 'webgpu');
   assert.match(await textOf(page, '#backend'), /^Backend: WebGPU/);
 

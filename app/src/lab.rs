@@ -63,10 +63,10 @@ thread_local! {
 /// Where training runs: the user's choice.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum BackendChoice {
-    /// WebGPU when an adapter exists, else the CPU.
+    /// WebGPU on a hardware adapter, else the CPU (a software adapter is slower than the CPU path).
+    #[default]
     Auto,
     WebGpu,
-    #[default]
     Cpu,
 }
 
@@ -83,7 +83,7 @@ impl BackendChoice {
 
     pub fn label(self) -> &'static str {
         match self {
-            BackendChoice::Auto => "auto (WebGPU when an adapter exists, else CPU)",
+            BackendChoice::Auto => "auto (WebGPU on a hardware GPU, else CPU)",
             BackendChoice::WebGpu => "WebGPU",
             BackendChoice::Cpu => "CPU",
         }
@@ -96,7 +96,9 @@ impl BackendChoice {
     /// The backend line before a run has picked its backend.
     fn idle_line(self) -> String {
         match self {
-            BackendChoice::Auto => "Backend: auto (WebGPU if an adapter exists; chosen when the run starts)".into(),
+            BackendChoice::Auto => {
+                "Backend: auto (WebGPU on a hardware GPU, else CPU; chosen when the run starts)".into()
+            }
             BackendChoice::WebGpu => "Backend: WebGPU (the adapter is requested when the run starts)".into(),
             BackendChoice::Cpu => "Backend: CPU".into(),
         }
@@ -1130,6 +1132,12 @@ impl Lab {
             }
         };
         let adapter = ctx.adapter_name();
+        if choice == BackendChoice::Auto && ctx.is_software() {
+            self.backend_line.set(format!(
+                "Backend: CPU (auto: the WebGPU adapter, {adapter}, is software; the CPU path is faster)"
+            ));
+            return;
+        }
         let Some(snap) = TRAINER.with_borrow(|slot| slot.as_ref().map(|(t, _)| t.snapshot())) else { return };
         let step = snap.step;
         match GpuTrainer::restore(ctx, snap) {

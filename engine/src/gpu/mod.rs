@@ -152,6 +152,11 @@ impl GpuContext {
         format!("{name} ({:?}, {:?})", self.info.backend, self.info.device_type)
     }
 
+    /// A software rasterizer (SwiftShader, lavapipe): correct, but slower than the CPU engine.
+    pub fn is_software(&self) -> bool {
+        self.info.device_type == wgpu::DeviceType::Cpu
+    }
+
     /// A zeroed f32 storage tensor of `len` elements.
     pub fn tensor(&self, label: &str, len: usize) -> Result<Tensor> {
         let bytes = self.check_size(len)?;
