@@ -18,7 +18,8 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -28,6 +29,8 @@ const HERE = dirname(fileURLToPath(import.meta.url));
 const ARTIFACTS = join(HERE, 'artifacts');
 const PAGE_URL = process.env.SPHEREWALK_URL ?? 'http://127.0.0.1:8080/';
 const EXECUTABLE = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+// The native lab, for comparing the page's numbers with the CLI's.
+const LAB_BIN = process.env.LAB_BIN ?? join(dirname(fileURLToPath(import.meta.url)), '..', 'target', 'debug', 'lab');
 // How long the whole default run may take in the browser.
 const RUN_TIMEOUT_MS = Number(process.env.SPHEREWALK_RUN_TIMEOUT_MS ?? 300_000);
 
@@ -165,7 +168,7 @@ test('the page trains the default experiment in the browser and the loss goes do
   const trainMs = Date.now() - trainStart;
   const after = await readPage(page);
   // Headless Chromium's only WebGPU adapter is SwiftShader (software): auto keeps the CPU and says why.
-  assert.match(after.backend ?? '', /^Backend: CPU \(auto: the WebGPU adapter, .+, is software/, `auto picked the CPU (saw "${after.backend}")`);
+  assert.match(after.backend ?? '', /^Backend: CPU \(auto: the GPU adapter .+ is software/, `auto picked the CPU (saw "${after.backend}")`);
   const longestTaskMs = await page.evaluate(() => window.__longestTaskMs);
 
   await page.screenshot({ path: join(ARTIFACTS, 'page.png'), fullPage: true });
@@ -782,5 +785,183 @@ test('WebGPU backend: picked and named, trains, and the CPU continues from the s
   assert.match(await textOf(page, '#notice'), /cannot run this.*training on the CPU/);
   t.diagnostic(await textOf(page, '#notice'));
   assert.equal(await textOf(page, '#error'), null, 'no error');
+  assert.deepEqual(problems, [], 'no console errors or exceptions');
+});
+
+// ---------------------------------------------------------------- the session in its worker
+
+/** The native `lab` on `experiment` (JSON text): its eval lines and summary. */
+function labTrain(experiment) {
+  const dir = mkdtempSync(join(tmpdir(), 'spherewalk-exp-'));
+  const file = join(dir, 'experiment.json');
+  writeFileSync(file, experiment);
+  const out = execFileSync(LAB_BIN, ['train', '--config', file, '--json'], { encoding: 'utf8' });
+  rmSync(dir, { recursive: true, force: true });
+  const lines = out.trim().split('\n').map((l) => JSON.parse(l));
+  return { evals: lines.slice(0, -1), summary: lines[lines.length - 1] };
+}
+
+/** Relative difference |a - b| / max(|b|, 1e-12). */
+const rel = (a, b) => Math.abs(a - b) / Math.max(Math.abs(b), 1e-12);
+
+test('one config through lab and through the page worker gives the same numbers', { timeout: 240_000 }, async (t) => {
+  const { page, problems } = await launch(t);
+  await open(page, '');
+  // The page's default experiment, shortened, on the CPU (the page's worker, wasm).
+  const experiment = JSON.parse(await page.evaluate(() => spherewalk.experiment()));
+  experiment.train.steps = 120;
+  experiment.train.eval_every = 20;
+  experiment.backend = 'cpu';
+  experiment.probe.every = 4;
+  const text = JSON.stringify(experiment);
+  const native = labTrain(text);
+  const events = [];
+  const summary = await page.evaluate(
+    (cfg) => {
+      window.__events = [];
+      return spherewalk.train(JSON.parse(cfg), (e) => window.__events.push({ event: e.event, val: e.val }));
+    },
+    text,
+  );
+  events.push(...(await page.evaluate(() => window.__events)));
+  const val = events.filter((e) => e.event === 'progress').flatMap((e) => e.val);
+  // Tolerances: wasm32 and native x86-64 multiply in different orders (SIMD128 vs AVX-512 FMA), so
+  // f32 losses drift apart by ~1e-6 relative per step; after 120 Adam steps we allow 1e-3.
+  assert.equal(summary.steps, native.summary.steps);
+  assert.equal(val.length, native.evals.length + 1, 'a validation point before training and one per evaluation');
+  for (const [i, e] of native.evals.entries()) {
+    const [step, loss] = val[i + 1];
+    assert.equal(step, e.step);
+    assert.ok(rel(loss, e.val_loss) < 1e-3, `val loss at step ${step}: page ${loss}, lab ${e.val_loss}`);
+  }
+  for (const k of ['final_train_loss', 'final_val_loss', 'unigram_val_loss', 'bigram_val_loss']) {
+    assert.ok(rel(summary[k], native.summary[k]) < 1e-3, `${k}: page ${summary[k]}, lab ${native.summary[k]}`);
+  }
+  for (const k of ['params', 'vocab', 'probe_frames', 'probe_every', 'data', 'optimizer']) {
+    assert.equal(summary[k], native.summary[k], k);
+  }
+  assert.equal(summary.backend, 'cpu');
+  // The science: per depth D within 2%, R^2 within 0.02, KS within 2/N (N = 32 tokens: one token's
+  // angle crossing a walker's moves it by 1/N); entropy summaries within 1e-3 nats.
+  for (const [d, b] of native.summary.brownian.entries()) {
+    const p = summary.brownian[d];
+    assert.ok(b.diffusion > 0 && rel(p.diffusion, b.diffusion) < 0.02, `depth ${d} D: page ${p.diffusion}, lab ${b.diffusion}`);
+    assert.ok(Math.abs(p.r_squared - b.r_squared) < 0.02, `depth ${d} R^2: page ${p.r_squared}, lab ${b.r_squared}`);
+    assert.ok(Math.abs(p.ks - b.ks) <= 2 / 32 + 1e-9, `depth ${d} KS: page ${p.ks}, lab ${b.ks}`);
+  }
+  for (const [l, e] of native.summary.entropy.entries()) {
+    const p = summary.entropy[l];
+    for (const k of ['initial', 'min', 'final']) assert.ok(Math.abs(p[k] - e[k]) < 1e-3, `layer ${l} entropy ${k}: page ${p[k]}, lab ${e[k]}`);
+    assert.equal(p.shape, e.shape, `layer ${l} entropy shape`);
+  }
+  t.diagnostic(`lab vs page worker, 120 steps: final val ${native.summary.final_val_loss.toFixed(6)} vs ${summary.final_val_loss.toFixed(6)}; ` +
+    `D(depth 0) ${native.summary.brownian[0].diffusion.toExponential(4)} vs ${summary.brownian[0].diffusion.toExponential(4)}; ` +
+    `KS ${native.summary.brownian[0].ks.toFixed(4)} vs ${summary.brownian[0].ks.toFixed(4)}`);
+  // A bad config is a clear rejection, not a crash.
+  const bad = await page.evaluate(() => spherewalk.train({ train: { lr: 1 } }).then(() => 'resolved', (e) => e.message));
+  assert.match(bad, /the experiment cannot be read/);
+  const huge = await page.evaluate((cfg) => {
+    const c = JSON.parse(cfg);
+    Object.assign(c.train.model, { d_model: 1024, heads: 1024, layers: 32, context: 1024 });
+    c.train.batch = 1024;
+    return spherewalk.train(c).then(() => 'resolved', (e) => e.message);
+  }, text);
+  assert.match(huge, /over the memory limit of 1\.0 GiB/);
+  assert.deepEqual(problems, [], 'no console errors or exceptions');
+});
+
+test('the same link at two worker speeds gives the same science figures', { timeout: 240_000 }, async (t) => {
+  const { page, problems } = await launch(t);
+  // DevTools CPU throttling does not reach a dedicated worker in Chromium 156 ("Operation is only
+  // supported for pages, not workers"), so the test slows the worker itself: a busy wait of
+  // (factor - 1) times each step's own time. It checks that the worker really got slower.
+  const run = async (factor) => {
+    await open(page, '#preset=joma');
+    await page.evaluate((f) => spherewalk.testing.slowWorker(f), factor);
+    await page.click('#start');
+    await waitPhase(page, ['done'], 120_000);
+    const summary = JSON.parse(await page.evaluate(() => document.getElementById('summary').dataset.json));
+    const sps = Number(await page.evaluate(() => document.getElementById('speed').dataset.stepsPerSecond));
+    return { summary, sps };
+  };
+  const fast = await run(1);
+  const slow = await run(4);
+  t.diagnostic(`JoMA preset: ${fast.sps.toFixed(0)} steps/s at full speed, ${slow.sps.toFixed(0)} steps/s slowed x4`);
+  assert.ok(slow.sps < fast.sps / 2, `the slowed worker is slower (${slow.sps} vs ${fast.sps} steps/s)`);
+  const science = (s) => JSON.stringify({ brownian: s.brownian, entropy: s.entropy, frames: s.probe_frames, every: s.probe_every, loss: s.final_val_loss });
+  assert.equal(science(slow.summary), science(fast.summary), 'the same frames, entropy and Brownian numbers at both speeds');
+  assert.ok(fast.summary.probe_frames >= 20, `enough probe frames (${fast.summary.probe_frames})`);
+  assert.deepEqual(problems, [], 'no console errors or exceptions');
+});
+
+test('a crashed worker is reported and the last save resumes; rapid presses stay consistent', { timeout: 240_000 }, async (t) => {
+  const { page, problems } = await launch(t);
+  await open(page, '');
+  // Rapid presses in one instant: Step, Step, Reset, Step, Start, Pause.
+  await page.evaluate(() => {
+    for (const id of ['step-once', 'step-once', 'reset', 'step-once', 'start', 'start']) document.getElementById(id).click();
+  });
+  await waitPhase(page, ['paused'], 30_000);
+  await page.waitForTimeout(500);
+  assert.equal(await textOf(page, '#error'), null, 'no internal error after rapid presses');
+  const k = await stepOf(page);
+  assert.equal((await trainLosses(page)).length, k, 'one loss per step after rapid presses');
+  await page.click('#step-once');
+  await stepTo(page, k + 1);
+  await page.waitForSelector(`#saved[data-step="${k + 1}"]`, { timeout: 10_000 });
+  const before = await trainLosses(page);
+  // The worker's wasm traps (as a bug or a failed allocation would).
+  await page.evaluate(() => spherewalk.testing.trapWorker());
+  await page.waitForSelector('#crashed', { timeout: 10_000 });
+  const crash = await textOf(page, '#crashed');
+  assert.match(crash, /The training worker crashed \(.*unreachable.*\)\. The last saved state \(step \d+\) is kept/);
+  assert.equal(await phase(page), 'error');
+  await page.click('#restart-worker');
+  await page.waitForFunction((s) => /resumed the saved run at step/.test(document.getElementById('notice')?.textContent ?? '') && Number(document.getElementById('step')?.textContent) >= s, k + 1, { timeout: 30_000 });
+  assert.equal(await page.$('#crashed'), null, 'the crash banner goes once the worker is back');
+  assert.deepEqual((await trainLosses(page)).slice(0, before.length), before, 'nothing saved was lost');
+  // Sizes past the memory budget: the link's message names the estimate and the limit.
+  await open(page, '#s=' + encodeURIComponent(JSON.stringify({ d_model: 1024, heads: 1024, layers: 32, context: 1024, batch: 1024 })));
+  assert.match((await textOf(page, '#url-error')) ?? '', /over the memory limit of 1\.0 GiB/);
+  await open(page, '#s=' + encodeURIComponent(JSON.stringify({ d_model: 512, heads: 8, layers: 8, context: 256, batch: 32 })));
+  assert.match((await textOf(page, '#url-error')) ?? '', /over the memory limit of 1\.0 GiB/);
+  const expected = problems.filter((p) => !/training worker crashed|unreachable|RuntimeError/.test(p));
+  assert.deepEqual(expected, [], 'no other console errors or exceptions');
+});
+
+test('benchmark: the main thread while the worker trains', { timeout: 300_000 }, async (t) => {
+  const { page, problems } = await launch(t);
+  const measure = async (hash, seconds) => {
+    await open(page, hash);
+    await page.evaluate(() => {
+      window.__longest = 0;
+      new PerformanceObserver((list) => {
+        for (const e of list.getEntries()) window.__longest = Math.max(window.__longest, e.duration);
+      }).observe({ type: 'longtask' });
+    });
+    await page.click('#start');
+    await page.waitForFunction(() => Number(document.getElementById('step')?.textContent) >= 1, null, { timeout: 60_000 });
+    const r = await page.evaluate((ms) => new Promise((resolve) => {
+      const step = () => Number(document.getElementById('step')?.textContent);
+      const s0 = step();
+      const t0 = performance.now();
+      let frames = 0;
+      const tick = () => {
+        frames++;
+        const dt = performance.now() - t0;
+        if (dt < ms) requestAnimationFrame(tick);
+        else resolve({ fps: (frames * 1000) / dt, stepsPerSec: ((step() - s0) * 1000) / dt, longest: window.__longest });
+      };
+      requestAnimationFrame(tick);
+    }), seconds * 1000);
+    await page.click('#start');
+    return r;
+  };
+  const small = await measure('#s=' + encodeURIComponent(JSON.stringify({ steps: 5000 })), 4);
+  const large = await measure('#s=' + encodeURIComponent(JSON.stringify({ d_model: 128, layers: 4, heads: 4, context: 128, steps: 500 })), 8);
+  for (const [name, r] of [['default (d32 L2 T32 B8)', small], ['d128 L4 T128 B8', large]]) {
+    t.diagnostic(`${name}: longest main-thread task ${r.longest.toFixed(0)} ms, ${r.fps.toFixed(1)} frames/s, ${r.stepsPerSec.toFixed(1)} training steps/s (fastest pace)`);
+  }
+  assert.ok(small.stepsPerSec > 0 && large.stepsPerSec > 0, 'both sizes train');
   assert.deepEqual(problems, [], 'no console errors or exceptions');
 });

@@ -78,18 +78,20 @@ pub fn AttentionPanel(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
     let head = RwSignal::new(0usize);
     let k = RwSignal::new(1usize);
     let entropy = RwSignal::new(None::<f64>);
-    let layers = move || lab.snapshot.with(|s| s.as_ref().map(|s| s.layers)).unwrap_or(lab.settings.with(|s| s.layers));
-    let heads = move || lab.snapshot.with(|s| s.as_ref().map(|s| s.heads)).unwrap_or(lab.settings.with(|s| s.heads));
+    let layers = move || lab.panels.with(|s| s.as_ref().map(|s| s.layers)).unwrap_or(lab.settings.with(|s| s.layers));
+    let heads = move || lab.panels.with(|s| s.as_ref().map(|s| s.heads)).unwrap_or(lab.settings.with(|s| s.heads));
 
     Effect::new(move |_| {
         let (l, hd, k, dark) = (layer.get(), head.get(), k.get(), dark.get());
         let Some(canvas) = canvas_ref.get() else { return };
-        let result = lab.snapshot.with(|s| {
-            let (p, t) = match s {
-                Some(s) if l < s.layers && hd < s.heads => (s.attention[l * s.heads + hd].as_slice(), s.t),
-                _ => (&[][..], 0),
+        let result = lab.panels.with(|s| {
+            let (p, t): (Vec<f64>, usize) = match s {
+                Some(s) if l < s.layers && hd < s.heads => {
+                    (s.attention_of(l, hd).iter().map(|&x| x as f64).collect(), s.context)
+                }
+                _ => (Vec::new(), 0),
             };
-            let pk = if t > 0 && k != 1 { markov::power(p, t, k as u32) } else { p.to_vec() };
+            let pk = if t > 0 && k != 1 { markov::power(&p, t, k as u32) } else { p };
             draw(&canvas, &pk, t, dark).map(|h| (t > 0).then_some(h))
         });
         match result {

@@ -1,15 +1,15 @@
 //! Spherewalk's browser lab.
 //!
-//! A Leptos (CSR) page that trains a small transformer on the CPU inside the page and shows what
-//! happens: the loss, the tokens on the LayerNorm sphere, attention as a Markov chain, attention
-//! entropy over training, whether the tokens move like Brownian motion, and the second-order
-//! optimizers' diagnostics.
+//! A Leptos (CSR) page whose Web Worker trains a small transformer (on the CPU or WebGPU) while the
+//! page shows what happens: the loss, the tokens on the LayerNorm sphere, attention as a Markov
+//! chain, attention entropy over training, whether the tokens move like Brownian motion, and the
+//! second-order optimizers' diagnostics. The page is a view: the worker (`spherewalk::worker`, the
+//! engine's session) computes every number.
 //!
-//! Modules: `lab` (state, the chunked training loop, saving and resuming), `settings` (presets and
-//! free settings), `url_state` (the experiment in the address), `persist` (the run in IndexedDB),
-//! `model_io` (the run and the model as bytes: saved record, downloaded and uploaded model files),
-//! `brownian_view` (the "Brownian or not?" analysis), `sphere_view`, `heatmap`, `panels` and `charts`
-//! (the drawings), `export` (the run as JSON, figures as PNG, downloads).
+//! Modules: `lab` (the state and the link to the worker), `settings_panel` (presets and free
+//! settings), `url_state` (the experiment in the address), `script_api` (`window.spherewalk`),
+//! `sphere_view`, `heatmap`, `panels` and `charts` (the drawings), `export` (the run as JSON,
+//! figures as PNG, downloads).
 //!
 //! Stable element ids, read by the browser test (`e2e/page.test.mjs`): `#version`, `#backend`,
 //! `#theme`, `#start`, `#step-once`, `#reset`, `#export`, `#status`, `#step`, `#total-steps`,
@@ -20,17 +20,16 @@
 //! comma-separated), `#sphere` (`data-points`, `data-ghosts`), `#ghosts`, `#attention`,
 //! `#entropy-chart`, `#diagnostics`, `#brownian-d`, `#brownian-r2`, `#brownian-ks` (`data-value`),
 //! `#brownian-note`, `#brownian-chart`, `#png-<canvas id>` (PNG download of each figure), and the
-//! panels `#panel-*`. `window.wasmBindings.bench_default_steps(n)` times the engine alone.
+//! panels `#panel-*`, `#crashed` and `#restart-worker`. `window.wasmBindings.bench_default_steps(n)`
+//! times the engine alone; `window.spherewalk` is the scripting API (`script_api`).
 
-mod brownian_view;
 mod charts;
 mod export;
 mod heatmap;
 mod lab;
-mod model_io;
 mod panels;
-mod persist;
-mod settings;
+mod script_api;
+mod settings_panel;
 mod sphere_view;
 mod url_state;
 
@@ -38,9 +37,10 @@ use leptos::prelude::*;
 use wasm_bindgen::prelude::*;
 
 use crate::heatmap::AttentionPanel;
-use crate::lab::{Lab, Phase};
+use crate::lab::{Download, Lab};
 use crate::panels::{BrownianPanel, DiagnosticsPanel, EntropyPanel, LossPanel};
-use crate::settings::SettingsPanel;
+use crate::settings_panel::SettingsPanel;
+use spherewalk::protocol::Phase;
 use crate::sphere_view::SphereView;
 
 const THEME_KEY: &str = "spherewalk-theme";
@@ -112,7 +112,7 @@ fn App() -> impl IntoView {
 
     // Space starts and pauses, except while typing in a form control.
     let keys = window_event_listener(leptos::ev::keydown, move |ev: web_sys::KeyboardEvent| {
-        if ev.key() == " " && !ev.repeat() && !settings::from_form_control(&ev) {
+        if ev.key() == " " && !ev.repeat() && !settings_panel::from_form_control(&ev) {
             ev.prevent_default();
             lab.toggle();
         }
@@ -121,22 +121,14 @@ fn App() -> impl IntoView {
 
     let last_train = move || lab.train.with(|t| t.last().map(|p| p.1));
     let last_val = move || lab.val.with(|v| v.last().map(|p| p.1));
-    let step = move || lab.train.with(|t| t.last().map(|p| p.0)).unwrap_or_else(|| lab.base_step.get());
+    let step = move || lab.step.get();
     let pending = move || {
         let running = lab.run_settings.get();
         running.is_some() && running.as_ref() != Some(&lab.settings.get())
     };
-    let model_msg = RwSignal::new(None::<Result<String, String>>);
-    let on_download_model = move |_| {
-        let r = lab.model_files().and_then(|(file, _)| {
-            export::download_bytes("spherewalk-model.safetensors", &file, "application/octet-stream")
-        });
-        model_msg.set(r.err().map(Err));
-    };
-    let on_download_config = move |_| {
-        let r = lab.model_files().and_then(|(_, cfg)| export::download("config.json", &cfg, "application/json"));
-        model_msg.set(r.err().map(Err));
-    };
+    let model_msg = lab.model_msg;
+    let on_download_model = move |_| lab.ask_download(Download::Model);
+    let on_download_config = move |_| lab.ask_download(Download::Config);
     let on_model_file = move |ev: leptos::ev::Event| {
         let input: web_sys::HtmlInputElement = event_target(&ev);
         let Some(list) = input.files() else { return };
@@ -157,11 +149,8 @@ fn App() -> impl IntoView {
                     }
                 }
             }
-            let r = model_io::read_upload(&read).and_then(|up| lab.load_model(up));
-            if let Err(e) = &r {
-                web_sys::console::warn_1(&format!("Spherewalk: {e}").into());
-            }
-            model_msg.set(Some(r));
+            model_msg.set(None);
+            lab.load_model(read);
         });
     };
     let toggle_theme = move |_| {
@@ -171,7 +160,7 @@ fn App() -> impl IntoView {
             let _ = store.set_item(THEME_KEY, if next { "dark" } else { "light" });
         }
     };
-    lab.check_saved();
+    script_api::install(lab);
     let on_export = move |_| {
         let json = export_json_text(lab);
         export_json.set(json.clone());
@@ -214,13 +203,7 @@ fn App() -> impl IntoView {
                 </label>
                 <Show when=move || lab.on_gpu.with(Option::is_some)>
                     <p id="gpu-copy" class="note">
-                        {move || {
-                            format!(
-                                "On WebGPU the sphere, attention, entropy and Brownian panels show a CPU copy of the weights, refreshed from the GPU every {} s{}.",
-                                lab::GPU_SYNC_EVERY_MS / 1000.0,
-                                lab.gpu_copy_step.get().map(|s| format!(" (now: step {s})")).unwrap_or_default(),
-                            )
-                        }}
+                        "On WebGPU the sphere, attention, entropy and Brownian panels are drawn from the weights read back from the GPU at each probe step."
                     </p>
                 </Show>
                 <button
@@ -234,6 +217,15 @@ fn App() -> impl IntoView {
                 </button>
             </header>
 
+            <Show when=move || lab.crashed.with(Option::is_some)>
+                <div id="crashed" class="error banner" role="alert">
+                    {move || lab.crashed.get().unwrap_or_default()}
+                    " "
+                    <button id="restart-worker" type="button" on:click=move |_| lab.restart_and_resume()>
+                        "Restart and resume"
+                    </button>
+                </div>
+            </Show>
             <Show when=move || lab.saved.with(Option::is_some)>
                 <div id="saved-run" class="note banner" role="status">
                     {move || {
@@ -347,7 +339,7 @@ fn App() -> impl IntoView {
                 </div>
                 <div>
                     <dt>"time per step"</dt>
-                    <dd id="speed">
+                    <dd id="speed" data-steps-per-second=move || lab.steps_per_second.get().map(|v| format!("{v:.2}"))>
                         {move || lab.ms_per_step.get().map(|ms| format!("{ms:.1} ms")).unwrap_or_else(|| "–".to_string())}
                     </dd>
                 </div>
@@ -371,6 +363,7 @@ fn App() -> impl IntoView {
             <EntropyPanel lab=lab dark=dark />
             <DiagnosticsPanel lab=lab dark=dark />
             <output id="export-json" hidden data-json=move || export_json.get()></output>
+            <output id="summary" hidden data-json=move || lab.summary.get().unwrap_or_default()></output>
         </main>
     }
 }
@@ -391,11 +384,11 @@ pub fn bench_default_steps(steps: u32) -> Result<f64, JsValue> {
     for _ in 0..10 {
         trainer.step().map_err(err)?;
     }
-    let started = lab::now_ms();
+    let started = spherewalk::js::now_ms();
     for _ in 0..steps {
         trainer.step().map_err(err)?;
     }
-    Ok((lab::now_ms() - started) / steps as f64)
+    Ok((spherewalk::js::now_ms() - started) / steps as f64)
 }
 
 fn main() {

@@ -12,7 +12,7 @@ use engine::params::Layout;
 use engine::TrainConfig;
 use serde::{Deserialize, Serialize};
 
-use crate::lab::DiagPoint;
+use engine::session::DiagPoint;
 use crate::persist::Record;
 use crate::settings::Settings;
 

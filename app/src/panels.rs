@@ -172,14 +172,14 @@ pub fn DiagnosticsPanel(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
 /// and Brownian ghost walkers from the same start points; D, R^2 and KS.
 #[component]
 pub fn BrownianPanel(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
-    use crate::brownian_view::Analysis;
+    use engine::session::Brownian as Analysis;
     let canvas_ref = NodeRef::<Canvas>::new();
-    let current = Memo::new(move |_| lab.snapshot.with(|s| s.as_ref().and_then(|s| s.brownian.clone())));
-    // The depth slider moved: analyse that depth now, also while paused.
+    let current = Memo::new(move |_| lab.panels.with(|s| s.as_ref().and_then(|s| s.brownian.clone())));
+    // The depth slider moved: the worker analyses that depth now, also while paused.
     Effect::new(move |prev: Option<usize>| {
         let depth = lab.depth.get();
         if prev.is_some_and(|p| p != depth) {
-            lab.refresh_brownian();
+            lab.send(spherewalk::protocol::Command::SetDepth { depth });
         }
         depth
     });
@@ -200,7 +200,7 @@ pub fn BrownianPanel(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                             label: "tokens".into(),
                             color: PALETTE[0],
                             width: 2,
-                            points: pts(&a.tokens),
+                            points: pts(&a.mean_cos),
                             dots: true,
                         },
                         Line {
@@ -214,7 +214,7 @@ pub fn BrownianPanel(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                             label: "Brownian walkers (simulated)".into(),
                             color: PALETTE[2],
                             width: 2,
-                            points: pts(&a.simulated),
+                            points: pts(&a.walkers_cos),
                             dots: false,
                         },
                     ],
@@ -245,7 +245,7 @@ pub fn BrownianPanel(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                             label: "tokens".into(),
                             color: PALETTE[0],
                             width: 2,
-                            points: pts(&a.msd_tokens),
+                            points: pts(&a.msd),
                             dots: true,
                         },
                         Line {
@@ -259,7 +259,7 @@ pub fn BrownianPanel(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                             label: "Brownian walkers (simulated)".into(),
                             color: PALETTE[2],
                             width: 2,
-                            points: pts(&a.msd_simulated),
+                            points: pts(&a.msd_walkers),
                             dots: false,
                         },
                     ],

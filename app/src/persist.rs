@@ -1,5 +1,5 @@
 //! "Lose nothing": the run in progress (config, metrics, weights and optimizer state) saved to the
-//! browser's IndexedDB as it trains, and read back when the page opens.
+//! browser's IndexedDB by the worker as it trains, and read back when the page opens.
 //!
 //! One record under [`KEY`] in the object store [`STORE`] of the database [`DB`]: `meta` (JSON text:
 //! settings, config, step and metrics), `model` and `optimizer` (safetensors bytes, as the engine's
@@ -57,10 +57,10 @@ async fn database() -> Result<IdbDatabase, String> {
     if let Some(db) = DATABASE.with_borrow(|d| d.clone()) {
         return Ok(db);
     }
-    let factory = web_sys::window()
-        .ok_or("no window")?
-        .indexed_db()
-        .map_err(|e| js_err("IndexedDB is not available", e))?
+    // The worker's global scope, or the page's window: both have `indexedDB`.
+    let factory = Reflect::get(&js_sys::global(), &"indexedDB".into())
+        .ok()
+        .and_then(|f| f.dyn_into::<web_sys::IdbFactory>().ok())
         .ok_or("IndexedDB is not available in this browser")?;
     let open = factory.open_with_u32(DB, 1).map_err(|e| js_err("could not open the browser storage", e))?;
     let req = open.clone();

@@ -7,9 +7,9 @@ use leptos::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement};
 
-use engine::science::sphere;
+use engine::session::Panels;
 
-use crate::lab::{Lab, Snapshot, TRAIL_LEN};
+use crate::lab::{Lab, TRAIL_LEN};
 
 /// Rotates by yaw (about the vertical axis), then pitch (about the horizontal one).
 fn rotate(p: [f64; 3], yaw: f64, pitch: f64) -> [f64; 3] {
@@ -26,58 +26,28 @@ fn hue(i: usize, n: usize) -> f64 {
     360.0 * i as f64 / n.max(1) as f64
 }
 
-/// An earlier moment of training, as the time slider shows it: the chosen frame and the frames
-/// before it, all projected with the chosen frame's components.
+/// A moment of training as the view shows it: the chosen frame and the frames before it (all in
+/// the live frame's basis, as the session projects them).
 #[derive(Clone, Debug, PartialEq)]
 struct Scrub {
     step: usize,
     /// Oldest first, the last is the chosen frame.
     trail: Vec<Vec<[f64; 3]>>,
-    explained: f64,
 }
 
-/// Projects raw (N, dim) points on `components` ((3, dim) row-major) and onto the unit sphere.
-fn apply(components: &[f64], dim: usize, points: &[f64]) -> Vec<[f64; 3]> {
-    points
-        .chunks_exact(dim)
-        .map(|p| {
-            let mut y = [0.0; 3];
-            for (yi, c) in y.iter_mut().zip(components.chunks_exact(dim)) {
-                *yi = c.iter().zip(p).map(|(a, b)| a * b).sum();
-            }
-            let n = (y[0] * y[0] + y[1] * y[1] + y[2] * y[2]).sqrt();
-            if n > 0.0 {
-                y.iter_mut().for_each(|v| *v /= n);
-            }
-            y
-        })
-        .collect()
+/// The index of the frame the time slider points at: the last at or before `step`.
+fn frame_index(snap: &Panels, step: usize) -> usize {
+    snap.steps.iter().rposition(|&s| s <= step).unwrap_or(0)
 }
 
-/// The index in the history of the frame the time slider points at: the last at or before `step`.
-fn frame_index(snap: &Snapshot, step: usize) -> usize {
-    snap.history.iter().rposition(|h| h.0 <= step).unwrap_or(0)
-}
-
-/// The cloud at the history frame at or before `step`, with its trail, at `depth`.
-fn scrub(snap: &Snapshot, step: usize, depth: usize) -> Result<Option<Scrub>, String> {
-    if snap.history.is_empty() {
-        return Ok(None);
-    }
+/// The cloud at frame `k` (the latest when None) with its trail, at `depth`.
+fn scrub(snap: &Panels, k: Option<usize>, depth: usize) -> Option<Scrub> {
+    let frames = snap.frames();
+    let k = k.unwrap_or(frames.checked_sub(1)?).min(frames.checked_sub(1)?);
     let depth = depth.min(snap.layers);
-    let k = frame_index(snap, step);
-    let dim = snap.d_model;
-    let Some(points) = snap.history[k].1.get(depth) else { return Ok(None) };
-    // Aligned to the live view's directions, so moving the slider does not flip the picture.
-    let previous = snap.components.get(depth).filter(|c| c.len() == 3 * dim).map(|c| c.as_slice());
-    let p = sphere::project3(points, dim, previous).map_err(|e| e.to_string())?;
     let first = (k + 1).saturating_sub(TRAIL_LEN);
-    let trail = snap.history[first..=k]
-        .iter()
-        .filter_map(|h| h.1.get(depth))
-        .map(|pts| apply(&p.components, dim, pts))
-        .collect();
-    Ok(Some(Scrub { step: snap.history[k].0, trail, explained: p.explained.iter().sum() }))
+    let trail = (first..=k).map(|f| snap.points(depth, f)).collect();
+    Some(Scrub { step: snap.steps[k], trail })
 }
 
 struct View {
@@ -93,8 +63,9 @@ struct View {
 /// Draws the snapshot; returns the number of points and of Brownian ghosts drawn.
 fn draw(
     canvas: &HtmlCanvasElement,
-    snap: Option<&Snapshot>,
-    past: Option<&Scrub>,
+    snap: Option<&Panels>,
+    shown: Option<&Scrub>,
+    past: bool,
     v: &View,
 ) -> Result<(usize, usize), String> {
     let ctx: CanvasRenderingContext2d = canvas
@@ -137,16 +108,17 @@ fn draw(
         ctx.set_text_align("start");
         return Ok((0, 0));
     };
-    let depth = v.depth.min(snap.trails.len().saturating_sub(1));
-    let Some(trail) = past.map(|p| &p.trail).or(snap.trails.get(depth)) else { return Ok((0, 0)) };
+    let depth = v.depth.min(snap.layers);
+    let Some(shown) = shown else { return Ok((0, 0)) };
+    let trail = &shown.trail;
     let Some(now) = trail.last() else { return Ok((0, 0)) };
     // Brownian ghost walkers (same start points, fitted D), behind the tokens: hollow grey rings.
     let mut ghosts = 0;
-    if v.ghosts && past.is_none() {
+    if v.ghosts && !past {
         if let Some(Ok(a)) = snap.brownian.as_ref().filter(|b| b.as_ref().is_ok_and(|a| a.depth == depth)) {
             ctx.set_line_width(1.5);
-            for g in &a.ghosts {
-                let q = rotate(*g, v.yaw, v.pitch);
+            for g in a.ghosts.chunks_exact(3) {
+                let q = rotate([g[0] as f64, g[1] as f64, g[2] as f64], v.yaw, v.pitch);
                 let front = q[2] >= 0.0;
                 ctx.set_stroke_style_str(if v.dark {
                     if front {
@@ -171,7 +143,7 @@ fn draw(
         if v.by_token {
             hue(snap.tokens.get(i).copied().unwrap_or(0) as usize, snap.vocab)
         } else {
-            hue(i, snap.t) * 0.8
+            hue(i, snap.context) * 0.8
         }
     };
     if v.trails && trail.len() > 1 {
@@ -212,9 +184,9 @@ fn draw(
     ctx.set_fill_style_str(fg);
     ctx.set_font("13px sans-serif");
     let depth_name = if depth == snap.layers { "final LayerNorm".to_string() } else { format!("into layer {depth}") };
-    let shown = past.map(|p| p.explained).or(snap.explained.get(depth).copied()).unwrap_or(0.0) * 100.0;
-    let step = past.map_or(snap.step, |p| p.step);
-    let _ = ctx.fill_text(&format!("step {step}, {depth_name}; view shows {shown:.0}% of the spread"), 10.0, 20.0);
+    let kept = snap.explained.get(depth).copied().unwrap_or(0.0) * 100.0;
+    let step = shown.step;
+    let _ = ctx.fill_text(&format!("step {step}, {depth_name}; view shows {kept:.0}% of the spread"), 10.0, 20.0);
     Ok((now.len(), ghosts))
 }
 
@@ -233,38 +205,35 @@ pub fn SphereView(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
     });
     // The training step the time slider points at (None: live, the latest).
     let time = RwSignal::new(None::<usize>);
-    let past = Memo::new(move |_| {
-        let step = time.get()?;
+    let shown = Memo::new(move |_| {
         let depth = depth.get();
-        lab.snapshot.with(|s| s.as_ref().map(|s| scrub(s, step, depth)))?.unwrap_or_else(|e| {
-            lab.error.set(Some(format!("could not draw the sphere: {e}")));
-            None
-        })
+        let step = time.get();
+        lab.panels.with(|s| s.as_ref().and_then(|s| scrub(s, step.map(|t| frame_index(s, t)), depth)))
     });
     // A new run (or a rollback) goes back in steps: show it live.
     Effect::new(move |_| {
-        let now = lab.snapshot.with(|s| s.as_ref().map(|s| s.step));
+        let now = lab.panels.with(|s| s.as_ref().map(|s| s.step));
         if time.get_untracked().is_some_and(|t| now.is_none_or(|n| n < t)) {
             time.set(None);
         }
     });
-    let frames = move || lab.snapshot.with(|s| s.as_ref().map_or(0, |s| s.history.len()));
+    let frames = move || lab.panels.with(|s| s.as_ref().map_or(0, |s| s.frames()));
     let time_index = move || match time.get() {
         None => frames().saturating_sub(1),
-        Some(step) => lab.snapshot.with(|s| s.as_ref().map_or(0, |s| frame_index(s, step))),
+        Some(step) => lab.panels.with(|s| s.as_ref().map_or(0, |s| frame_index(s, step))),
     };
-    let time_text = move || match past.get() {
-        Some(p) => format!("step {}", p.step),
-        None => lab.snapshot.with(|s| s.as_ref().map_or("live".to_string(), |s| format!("live (step {})", s.step))),
+    let time_text = move || match (time.get(), shown.get()) {
+        (Some(_), Some(p)) => format!("step {}", p.step),
+        _ => lab.panels.with(|s| s.as_ref().map_or("live".to_string(), |s| format!("live (step {})", s.step))),
     };
     let on_time = move |ev: leptos::ev::Event| {
         let i: usize = event_target_value(&ev).parse().unwrap_or(0);
-        let chosen = lab.snapshot.with_untracked(|s| {
+        let chosen = lab.panels.with_untracked(|s| {
             let s = s.as_ref()?;
-            if i + 1 >= s.history.len() {
+            if i + 1 >= s.frames() {
                 None
             } else {
-                Some(s.history[i].0)
+                Some(s.steps[i])
             }
         });
         time.set(chosen);
@@ -273,7 +242,7 @@ pub fn SphereView(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
     let ghosts_drawn = RwSignal::new(0usize);
     let drag = StoredValue::new(None::<(f64, f64)>);
     let max_depth =
-        move || lab.snapshot.with(|s| s.as_ref().map(|s| s.layers)).unwrap_or(lab.settings.with(|s| s.layers));
+        move || lab.panels.with(|s| s.as_ref().map(|s| s.layers)).unwrap_or(lab.settings.with(|s| s.layers));
 
     Effect::new(move |_| {
         let view = View {
@@ -286,7 +255,8 @@ pub fn SphereView(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
             dark: dark.get(),
         };
         let Some(canvas) = canvas_ref.get() else { return };
-        let n = past.with(|p| lab.snapshot.with(|s| draw(&canvas, s.as_ref(), p.as_ref(), &view)));
+        let past = time.get().is_some();
+        let n = shown.with(|p| lab.panels.with(|s| draw(&canvas, s.as_ref(), p.as_ref(), past, &view)));
         match n {
             Ok((n, g)) => {
                 drawn.set(n);
@@ -417,10 +387,8 @@ pub fn SphereView(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                 aria-label="tokens of the probe row as points on a sphere; drag or use arrow keys to rotate"
                 data-points=move || drawn.get()
                 data-ghosts=move || ghosts_drawn.get()
-                data-step=move || lab.snapshot.with(|s| s.as_ref().map(|s| s.step).unwrap_or(0))
-                data-shown-step=move || {
-                    past.get().map(|p| p.step).or(lab.snapshot.with(|s| s.as_ref().map(|s| s.step))).unwrap_or(0)
-                }
+                data-step=move || lab.panels.with(|s| s.as_ref().map(|s| s.step).unwrap_or(0))
+                data-shown-step=move || shown.get().map(|p| p.step).unwrap_or(0)
                 on:pointerdown=on_down
                 on:pointermove=on_move
                 on:pointerup=on_up

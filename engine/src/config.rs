@@ -305,7 +305,13 @@ impl TrainConfig {
         }
     }
 
+    /// Checks every field and that the run fits the default memory budget.
     pub fn validate(&self) -> Result<()> {
+        self.validate_within(crate::memory::DEFAULT_BUDGET, 0)
+    }
+
+    /// As `validate`, with the memory needed (plus `probe_bytes` of probe history) within `budget`.
+    pub fn validate_within(&self, budget: u64, probe_bytes: u64) -> Result<()> {
         if self.batch == 0 {
             return Err(Error::Config("batch must be positive, got 0".into()));
         }
@@ -318,16 +324,14 @@ impl TrainConfig {
         if !(self.clip.is_finite() && self.clip >= 0.0) {
             return Err(Error::Config(format!("clip must be 0 (off) or positive, got {}", self.clip)));
         }
-        if self.batch * self.model.context > 1 << 20 {
-            return Err(Error::Config(format!(
-                "batch x context = {} tokens is over the limit of {}",
-                self.batch * self.model.context,
-                1 << 20
-            )));
+        let tokens = (self.batch as u64).saturating_mul(self.model.context as u64);
+        if tokens > 1 << 20 {
+            return Err(Error::Config(format!("batch x context = {tokens} tokens is over the limit of {}", 1 << 20)));
         }
         if let Some(so) = self.optimizer.second_order() {
             so.validate()?;
         }
-        self.model.validate()
+        self.model.validate()?;
+        crate::memory::check(self, probe_bytes, budget).map(|_| ())
     }
 }

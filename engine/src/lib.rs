@@ -7,7 +7,11 @@
 //! - model: `params` (one flat buffer with named views) -> `model` (forward with a cache, backward by
 //!   hand) built from `embedding`, `layer_norm`, `linear`, `attention`, `activation`, `loss`.
 //! - `optim`: SGD with momentum, AdamW, clipping, schedules, and K-FAC / CG-FAC (`second_order`).
-//! - `train`: the training loop the CLI and the page share; `checkpoint`: safetensors on disk.
+//! - `train`: one training step at a time; `checkpoint`: safetensors on disk; `memory`: what a run
+//!   needs, refused before allocation when over the budget.
+//! - `session`: an experiment (the whole run as JSON) trained with probes on a step schedule, CPU/GPU
+//!   choice and failover, non-finite pause-and-keep, the panels and the summary: what the page's
+//!   worker, `lab train` and `window.spherewalk` all drive.
 //! - `gpu` (feature `gpu`): the same step in WGSL kernels through wgpu, checked against the CPU.
 //! - `science`: tokens on the sphere, attention as a Markov chain, Brownian and JoMA references.
 //! - `gradcheck` and `bench`: how we know it is right and how fast it is.
@@ -27,12 +31,14 @@ pub mod layer_norm;
 pub mod linear;
 pub mod loss;
 pub mod matmul;
+pub mod memory;
 pub mod model;
 pub mod optim;
 pub mod params;
 pub mod rng;
 pub mod scalar;
 pub mod science;
+pub mod session;
 pub mod train;
 
 #[cfg(not(target_arch = "wasm32"))]

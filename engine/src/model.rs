@@ -125,7 +125,37 @@ impl<S: Scalar> Cache<S> {
     }
 }
 
+impl<S: Scalar> Cache<S> {
+    /// Numbers this cache holds (token ids included), for the memory estimate's test.
+    pub fn floats(&self) -> usize {
+        let blocks: usize = self
+            .blocks
+            .iter()
+            .map(|k| {
+                [&k.ln1_u, &k.ln1_rstd, &k.ln1_out, &k.q, &k.k, &k.v, &k.att, &k.attn_y, &k.h]
+                    .into_iter()
+                    .chain([&k.ln2_u, &k.ln2_rstd, &k.ln2_out, &k.fc_pre, &k.fc_act])
+                    .map(Vec::len)
+                    .sum::<usize>()
+            })
+            .sum();
+        let rows = [&self.lnf_u, &self.lnf_rstd, &self.lnf_out, &self.probs].into_iter().map(Vec::len).sum::<usize>();
+        blocks + self.resid.iter().map(Vec::len).sum::<usize>() + rows + self.tokens.len() + self.targets.len()
+    }
+}
+
 impl<S: Scalar> Grads<S> {
+    /// Numbers the gradients and their scratch hold.
+    pub fn floats(&self) -> usize {
+        let blocks: usize = self
+            .blocks
+            .iter()
+            .map(|g| [&g.dq, &g.dk, &g.dv, &g.d_o, &g.d_fc, &g.d_proj].into_iter().map(Vec::len).sum::<usize>())
+            .sum();
+        let rest = [&self.data, &self.dlogits, &self.dresid, &self.dln, &self.dattn_y, &self.dfc_act, &self.datt];
+        blocks + rest.into_iter().map(Vec::len).sum::<usize>()
+    }
+
     pub fn new(model: &Model<S>, b: usize) -> Self {
         let cfg = &model.cfg;
         let (t, c, f, v) = (cfg.context, cfg.d_model, cfg.d_ff, cfg.vocab);

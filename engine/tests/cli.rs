@@ -160,3 +160,48 @@ fn gpu_backend_trains_like_the_cpu_engine() {
     assert!((a - resumed).abs() < 1e-3 * a, "cpu {a}, gpu resumed {resumed}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn print_config_replays_through_config_with_the_same_numbers() {
+    let mut args = vec!["train", "--data", "grammar", "--steps", "12", "--eval-every", "6", "--lr", "0.005"];
+    args.extend(TINY);
+    let (ok, printed, stderr) = lab(&[&args[..], &["--print-config"]].concat());
+    assert!(ok, "{stderr}");
+    let exp: serde_json::Value = serde_json::from_str(&printed).expect("an experiment");
+    assert_eq!((exp["version"].as_u64(), exp["backend"].as_str()), (Some(1), Some("cpu")));
+    assert!((exp["train"]["lr"].as_f64().unwrap() - 0.005).abs() < 1e-9, "{exp}");
+    let path = std::env::temp_dir().join(format!("spherewalk-exp-{}.json", std::process::id()));
+    std::fs::write(&path, &printed).unwrap();
+    let (ok, from_flags, stderr) = lab(&[&args[..], &["--json"]].concat());
+    assert!(ok, "{stderr}");
+    let (ok, from_file, stderr) = lab(&["train", "--config", path.to_str().unwrap(), "--json"]);
+    assert!(ok, "{stderr}");
+    let strip = |s: &str| {
+        let mut v = last_json(s);
+        for k in ["wall_s", "tokens_per_s"] {
+            v[k] = serde_json::Value::Null;
+        }
+        v
+    };
+    let (a, b) = (strip(&from_flags), strip(&from_file));
+    assert_eq!(a, b, "the same run from the flags and from the printed config");
+    for key in ["brownian", "entropy"] {
+        assert_eq!(a[key].as_array().map(Vec::len), Some(if key == "brownian" { 2 } else { 1 }), "{key}: {a}");
+    }
+    assert!(a["brownian"][0]["diffusion"].as_f64().is_some_and(|d| d > 0.0), "{a}");
+    std::fs::write(&path, "{\"train\": {\"lr\": 1}}").unwrap();
+    let (ok, _, stderr) = lab(&["train", "--config", path.to_str().unwrap()]);
+    assert!(!ok && stderr.contains("the experiment cannot be read"), "{stderr}");
+    let _ = std::fs::remove_file(&path);
+}
+
+#[test]
+fn a_run_over_the_memory_limit_is_refused_with_the_estimate() {
+    let (ok, _, stderr) =
+        lab(&["train", "--d-model", "1024", "--heads", "8", "--layers", "32", "--context", "1024", "--batch", "512"]);
+    assert!(!ok && stderr.contains("over the memory limit of 16.0 GiB"), "{stderr}");
+    let mut args = vec!["train", "--steps", "2", "--memory-limit-mib", "1"];
+    args.extend(TINY);
+    let (ok, _, stderr) = lab(&args);
+    assert!(!ok && stderr.contains("over the memory limit of 1.0 MiB"), "{stderr}");
+}

@@ -466,18 +466,27 @@ impl Ctx {
         let mut c = self.cmd("trunk");
         c.args(["build", "--release", "--offline"]);
         self.run("trunk build", c)?;
-        let wasm = fs::read_dir(&dist)?
+        // Two wasm files: the page (app-<hash>_bg.wasm) and its training worker (worker_bg.wasm).
+        let mut wasm: Vec<PathBuf> = fs::read_dir(&dist)?
             .filter_map(|e| e.ok().map(|e| e.path()))
-            .find(|p| p.extension().is_some_and(|x| x == "wasm"))
-            .ok_or_else(|| Error("trunk build produced no .wasm in dist/".into()))?;
-        let size = fs::metadata(&wasm)?.len();
-        let mut gz = self.cmd("sh");
-        gz.arg("-c").arg("gzip -9 -c \"$1\" | wc -c").arg("sh").arg(&wasm);
-        let gz = self.output(gz).and_then(|s| s.parse::<u64>().ok());
-        let note = match gz {
-            Some(g) => format!("{}: {} KiB, {} KiB gzipped", file_name(&wasm), size / 1024, g / 1024),
-            None => format!("{}: {} KiB", file_name(&wasm), size / 1024),
-        };
+            .filter(|p| p.extension().is_some_and(|x| x == "wasm"))
+            .collect();
+        wasm.sort();
+        if wasm.len() != 2 {
+            return fail(format!("trunk build produced {} .wasm files in dist/, expected the page's and the worker's", wasm.len()));
+        }
+        let mut notes = Vec::new();
+        for w in &wasm {
+            let size = fs::metadata(w)?.len();
+            let mut gz = self.cmd("sh");
+            gz.arg("-c").arg("gzip -9 -c \"$1\" | wc -c").arg("sh").arg(w);
+            let gz = self.output(gz).and_then(|s| s.parse::<u64>().ok());
+            notes.push(match gz {
+                Some(g) => format!("{}: {} KiB, {} KiB gzipped", file_name(w), size / 1024, g / 1024),
+                None => format!("{}: {} KiB", file_name(w), size / 1024),
+            });
+        }
+        let note = notes.join("; ");
         println!("xtask: page built: dist/{note}");
         Ok(note)
     }
@@ -493,7 +502,9 @@ impl Ctx {
         let mut c = self.cmd("node");
         c.args(["--test", "--test-reporter=spec", "e2e/page.test.mjs"])
             .env("SPHEREWALK_URL", &url)
-            .env("CHROMIUM_PATH", CHROMIUM);
+            .env("CHROMIUM_PATH", CHROMIUM)
+            // The native `lab` (built by the native tests) for the same-config-same-numbers test.
+            .env("LAB_BIN", self.root.join("target").join("debug").join("lab"));
         self.run("browser test", c)?;
         println!("xtask: screenshot: e2e/artifacts/page.png");
         Ok(())

@@ -56,7 +56,20 @@ impl Optimizer {
         match self {
             Optimizer::Sgd(o) => o.step(&mut model.params, &grads.data, &model.layout, lr),
             Optimizer::Adam(o) => o.step(&mut model.params, &grads.data, &model.layout, lr),
-            Optimizer::SecondOrder(o) => return o.step(model, grads, cache, lr, factor),
+            Optimizer::SecondOrder(o) => {
+                // The factors, inverses and CG solutions change before the step can fail (a failed
+                // inverse, a non-finite KL-clip): put them back so an error changes nothing.
+                let (saved, diag) = (o.state(), o.diag.clone());
+                let result = o.step(model, grads, cache, lr, factor);
+                if result.is_err() {
+                    let mut tensors: HashMap<String, Vec<f32>> = saved.into_iter().collect();
+                    o.load_state(&mut |name: &str, _len: usize| {
+                        tensors.remove(name).ok_or_else(|| Error::Checkpoint(format!("{name} was not saved")))
+                    })?;
+                    o.diag = diag;
+                }
+                return result;
+            }
         }
         Ok(())
     }
@@ -105,5 +118,35 @@ impl Optimizer {
             Optimizer::SecondOrder(o) => o.load_state(&mut take)?,
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{ModelConfig, SecondOrderConfig};
+
+    #[test]
+    fn a_failed_second_order_step_changes_nothing() {
+        let cfg = ModelConfig { vocab: 13, d_model: 16, heads: 2, layers: 1, d_ff: 32, context: 8, ..ModelConfig::default() };
+        let mut model = Model::<f32>::new(cfg.clone()).unwrap();
+        let (mut cache, mut grads) = (Cache::new(&cfg, 2), Grads::new(&model, 2));
+        let tokens: Vec<u32> = (0..16).map(|i| (i * 7 % 13) as u32).collect();
+        let targets: Vec<u32> = (0..16).map(|i| (i * 5 % 13) as u32).collect();
+        model.forward(&mut cache, &tokens, &targets).unwrap();
+        model.backward(&cache, &mut grads);
+        // One good step, so the factors are not zero; then a damping whose square root is NaN makes
+        // the inverse fail half-way through the layers (validation refuses it; a bug would not).
+        let mut so = SecondOrderConfig::new(Method::Kfac);
+        let mut opt = Optimizer::new(&OptimizerConfig::Kfac(so.clone()), &model);
+        opt.step(&mut model, &grads, &cache, 0.01, 1.0).unwrap();
+        so.damping = -1.0;
+        let Optimizer::SecondOrder(o) = &mut opt else { unreachable!() };
+        o.cfg.damping = so.damping;
+        o.cfg.inverse_interval = 1;
+        let (state, params) = (opt.state(), model.params.clone());
+        assert!(opt.step(&mut model, &grads, &cache, 0.01, 1.0).is_err());
+        assert_eq!(opt.state(), state, "the optimizer state is as before the failed step");
+        assert_eq!(model.params, params);
     }
 }

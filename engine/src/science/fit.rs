@@ -126,6 +126,19 @@ pub struct AngleComparison {
     pub mean_angle_points: f64,
     pub mean_angle_walkers: f64,
     pub ks: f64,
+    /// Mean cosine to the start point of the walkers (the points' is the fit's `mean_cos`).
+    pub mean_cos_walkers: f64,
+    /// Mean squared chord |x_t - x_0|^2 of the points and of the walkers.
+    pub msd_points: f64,
+    pub msd_walkers: f64,
+}
+
+/// `compare_with_brownian`'s answer: one comparison per later frame, and where the walkers ended.
+#[derive(Clone, Debug, Serialize)]
+pub struct BrownianComparison {
+    pub frames: Vec<AngleComparison>,
+    /// (W, dim) positions of the walkers at the last frame's time.
+    pub walkers: Vec<f64>,
 }
 
 /// Most Brownian steps `compare_with_brownian` takes.
@@ -140,7 +153,7 @@ pub fn compare_with_brownian<F: AsRef<[f64]>>(
     fit: &DiffusionFit,
     scheme: Scheme,
     seed: u64,
-) -> Result<Vec<AngleComparison>> {
+) -> Result<BrownianComparison> {
     let dim = fit.dim;
     check_frames(frames, times, dim)?;
     if dim < 2 {
@@ -174,14 +187,20 @@ pub fn compare_with_brownian<F: AsRef<[f64]>>(
         let a = angles(start, f.as_ref(), dim);
         let b = w.angles();
         let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+        let observed = w.observe();
+        let msd_points =
+            f.as_ref().iter().zip(start).map(|(x, y)| (x - y) * (x - y)).sum::<f64>() / (start.len() / dim) as f64;
         out.push(AngleComparison {
             t: elapsed,
             mean_angle_points: mean(&a),
             mean_angle_walkers: mean(&b),
             ks: ks_distance(&a, &b),
+            mean_cos_walkers: observed.mean_cos,
+            msd_points,
+            msd_walkers: observed.msd,
         });
     }
-    Ok(out)
+    Ok(BrownianComparison { frames: out, walkers: w.positions().to_vec() })
 }
 
 #[cfg(test)]
@@ -223,8 +242,14 @@ mod tests {
         let frames = diffusing_frames(0.5, 2000, 100, 5);
         let fit = fit_diffusion(&frames, &times, 16).unwrap();
         let cmp = compare_with_brownian(&frames, &times, &fit, Scheme::Geodesic, 5).unwrap();
-        assert_eq!(cmp.len(), 4);
-        for c in &cmp {
+        assert_eq!(cmp.frames.len(), 4);
+        assert_eq!(cmp.walkers.len(), frames[0].len());
+        for (c, want) in cmp.frames.iter().zip(&fit.fitted_cos) {
+            assert!((c.mean_cos_walkers - want).abs() < 0.03, "walkers' mean cosine {} vs closed form {want}", c.mean_cos_walkers);
+            // Same law, same mean squared chord (2 R^2 (1 - E cos)), within sampling noise.
+            assert!((c.msd_walkers / c.msd_points - 1.0).abs() < 0.1, "MSD {} vs {}", c.msd_walkers, c.msd_points);
+        }
+        for c in &cmp.frames {
             assert!(c.ks < 0.06, "diffusing points: KS {} at t {}", c.ks, c.t);
         }
         // Points that all rotate rigidly by the same angle: every token has the same angle, so the
@@ -248,7 +273,7 @@ mod tests {
             .collect();
         let fit = fit_diffusion(&rotated, &times, 16).unwrap();
         let cmp = compare_with_brownian(&rotated, &times, &fit, Scheme::Geodesic, 5).unwrap();
-        for c in &cmp {
+        for c in &cmp.frames {
             assert!(c.ks > 0.3, "rigid rotation: KS {} at t {}", c.ks, c.t);
         }
     }

@@ -149,6 +149,16 @@ impl Probe {
         Ok(true)
     }
 
+    /// Whether `record(step, ..)` would record (so a GPU run reads its weights back only then).
+    pub fn due(&self, step: usize) -> bool {
+        step.is_multiple_of(self.every)
+    }
+
+    /// Drops the frames after `step` (a run that went back to an earlier state).
+    pub fn forget_after(&mut self, step: usize) {
+        self.frames.retain(|f| f.step <= step);
+    }
+
     /// Keeps frames 0, 2, 4, ... and doubles the interval, so the kept frames stay evenly spaced.
     fn decimate(&mut self) {
         let mut i = 0;

@@ -10,7 +10,7 @@ use engine::gpu::{bench as gpu_bench, block_on, GpuContext};
 use engine::{Error, Trainer};
 use serde_json::json;
 
-use crate::backend::Backend;
+use engine::session::BackendChoice as Backend;
 
 pub fn run(as_json: bool, iters: usize, backend: Backend) -> Result<(), Error> {
     match backend {

@@ -1,7 +1,6 @@
 //! `lab`: the Spherewalk engine headless. Every command can print JSON for scripts.
 
 mod args;
-mod backend;
 mod bench;
 mod race;
 mod science;
@@ -16,6 +15,8 @@ use clap::{Args, Parser, Subcommand};
 use engine::checkpoint::{self, Snapshot};
 use engine::data::Split;
 use engine::model::{Cache, Grads};
+use engine::gpu::block_on;
+use engine::session::{BackendChoice, Experiment, Metrics, Progress, Session};
 use engine::{Error, Trainer};
 use serde_json::json;
 
@@ -65,7 +66,7 @@ enum Command {
         iters: usize,
         /// cpu: step times per optimizer, matmul and probe cost; gpu: the WGSL backend against the CPU.
         #[arg(long, value_enum, default_value = "cpu")]
-        backend: backend::Backend,
+        backend: BackendChoice,
     },
 }
 
@@ -77,10 +78,20 @@ struct TrainArgs {
     seed: u64,
     #[command(flatten)]
     run: RunArgs,
-    /// Where the step runs: the CPU engine, the WGSL backend (AdamW, SGD, CG-FAC with the factors
-    /// product), or the GPU when one exists.
-    #[arg(long, value_enum, default_value = "cpu")]
-    backend: backend::Backend,
+    /// Where the step runs: cpu, gpu (AdamW, SGD, CG-FAC), or auto (a hardware GPU when there is
+    /// one, else the CPU). Default: cpu, or the experiment's choice with --config.
+    #[arg(long, value_enum)]
+    backend: Option<BackendChoice>,
+    /// Read the whole experiment from this JSON file (as --print-config writes it, or a bare
+    /// training config); the run flags are then ignored.
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Print the experiment JSON the other flags describe, and exit (replay it in the page).
+    #[arg(long)]
+    print_config: bool,
+    /// Refuse runs that need more memory than this many MiB (default 16 GiB).
+    #[arg(long)]
+    memory_limit_mib: Option<u64>,
     /// Save a checkpoint here at the end (and where a non-finite loss stops the run).
     #[arg(long)]
     save: Option<PathBuf>,
@@ -91,99 +102,108 @@ struct TrainArgs {
     json: bool,
 }
 
+/// The experiment the flags (or --config) describe.
+fn experiment_of(a: &TrainArgs) -> Result<Experiment, Error> {
+    let mut exp = match &a.config {
+        Some(path) => Experiment::from_json(&std::fs::read_to_string(path)?)?,
+        None => {
+            let mut exp = Experiment::new(a.run.config(&a.optimizer, a.seed)?);
+            exp.backend = BackendChoice::Cpu;
+            exp
+        }
+    };
+    if let Some(b) = a.backend {
+        exp.backend = b;
+    }
+    Ok(exp)
+}
+
 fn train(a: TrainArgs) -> Result<(), Error> {
-    let trainer = match &a.resume {
+    let exp = experiment_of(&a)?;
+    if a.print_config {
+        println!("{}", exp.to_json());
+        return Ok(());
+    }
+    let budget = a.memory_limit_mib.map_or(engine::memory::DEFAULT_BUDGET, |m| m.saturating_mul(1 << 20));
+    let session = match &a.resume {
         Some(dir) => {
             let mut snap = Snapshot::load(dir)?;
             if let Some(s) = a.run.steps {
                 snap.config.steps = s;
             }
-            Trainer::restore(snap)?
+            block_on(Session::restore(exp, snap, Metrics::default(), budget))
         }
-        None => Trainer::new(a.run.config(&a.optimizer, a.seed)?)?,
+        None => block_on(Session::new(exp, budget)),
     };
-    let cfg = trainer.config().clone();
-    let baselines = trainer.baselines();
-    let num_params = trainer.model().num_params();
-    let (mut trainer, chosen) = backend::Runner::new(trainer, a.backend)?;
+    let mut session = session?;
+    let steps = session.experiment().train.steps;
     if !a.json {
-        eprintln!("{chosen}");
+        eprintln!("backend: {}", session.backend());
     }
     let bar = (!a.json && std::io::stderr().is_terminal()).then(|| {
-        let bar = indicatif::ProgressBar::new(cfg.steps as u64);
+        let bar = indicatif::ProgressBar::new(steps as u64);
         bar.set_style(
             indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} steps  {msg}  [{elapsed} < {eta}]")
                 .expect("valid template"),
         );
-        bar.set_position(trainer.step_count() as u64);
+        bar.set_position(session.step_count() as u64);
         bar
     });
     let start = Instant::now();
-    let first_step = trainer.step_count();
-    let (mut train_loss, mut val_loss) = (f32::NAN, f32::NAN);
-    let mut failure = None;
-    while trainer.step_count() < cfg.steps {
-        match trainer.step() {
-            Ok(r) => train_loss = r.loss,
-            Err(e) => {
-                failure = Some(e);
+    let first_step = session.step_count();
+    let mut stopped = None;
+    loop {
+        let progress = block_on(session.step())?;
+        for n in session.take_notices() {
+            eprintln!("{n}");
+        }
+        match progress {
+            Progress::Done => break,
+            Progress::NonFinite { message, .. } => {
+                stopped = Some(message);
                 break;
             }
-        }
-        let s = trainer.step_count();
-        if s % cfg.eval_every.max(1) == 0 || s == cfg.steps {
-            val_loss = trainer.evaluate()?;
-            let line = json!({
-                "step": s,
-                "train_loss": train_loss,
-                "val_loss": val_loss,
-                "elapsed_s": start.elapsed().as_secs_f64(),
-                "preconditioner": trainer.diagnostics().map(summarize),
-            });
-            match &bar {
-                Some(b) => b.set_message(format!("train {train_loss:.4}  val {val_loss:.4}")),
-                None if a.json => println!("{line}"),
-                None => eprintln!("step {s:>6}  train {train_loss:.4}  val {val_loss:.4}"),
+            Progress::Stepped { step, loss, val: Some(val), .. } => {
+                let line = json!({
+                    "step": step,
+                    "train_loss": loss,
+                    "val_loss": val,
+                    "elapsed_s": start.elapsed().as_secs_f64(),
+                    "preconditioner": session.diagnostics().map(summarize),
+                });
+                match &bar {
+                    Some(b) => b.set_message(format!("train {loss:.4}  val {val:.4}")),
+                    None if a.json => println!("{line}"),
+                    None => eprintln!("step {step:>6}  train {loss:.4}  val {val:.4}"),
+                }
             }
+            Progress::Stepped { .. } => {}
         }
         if let Some(b) = &bar {
-            b.set_position(s as u64);
+            b.set_position(session.step_count() as u64);
         }
     }
     if let Some(b) = bar {
         b.finish();
     }
     if let Some(dir) = &a.save {
-        trainer.snapshot()?.save(dir)?;
+        block_on(session.snapshot())?.save(dir)?;
     }
-    if let Some(e) = failure {
-        return Err(e);
+    if let Some(message) = stopped {
+        return Err(Error::Config(message));
     }
     let wall = start.elapsed().as_secs_f64();
-    let done = trainer.step_count() - first_step;
-    let summary = json!({
-        "engine_version": engine::VERSION,
-        "data": cfg.data.name(),
-        "optimizer": cfg.optimizer.name(),
-        "final_train_loss": train_loss,
-        "final_val_loss": val_loss,
-        "unigram_val_loss": baselines.unigram,
-        "bigram_val_loss": baselines.bigram,
-        "steps": trainer.step_count(),
-        "wall_s": wall,
-        "tokens_per_s": (done * cfg.batch * cfg.model.context) as f64 / wall.max(1e-9),
-        "params": num_params,
-        "backend": trainer.adapter().map_or("cpu".to_string(), |a| format!("gpu ({a})")),
-        "vocab": cfg.model.vocab,
-    });
+    let summary = session.summary(wall, session.step_count() - first_step);
     if a.json {
-        println!("{summary}");
+        println!("{}", serde_json::to_string(&summary)?);
     } else {
+        let fmt = |v: Option<f32>| v.map_or("-".to_string(), |v| format!("{v:.4}"));
         println!(
-            "val loss {val_loss:.4} (bigram {:.4}, unigram {:.4}) after {} steps in {wall:.1} s",
-            baselines.bigram,
-            baselines.unigram,
-            trainer.step_count()
+            "val loss {} (bigram {:.4}, unigram {:.4}) after {} steps in {wall:.1} s",
+            fmt(summary.final_val_loss),
+            summary.bigram_val_loss,
+            summary.unigram_val_loss,
+            summary.steps
         );
     }
     Ok(())

@@ -261,6 +261,7 @@ fn fit(frames: &[Vec<f64>], times: &[f64], dim: usize, layer: Option<usize>, pha
     out.r_squared = f.r_squared.is_finite().then_some(f.r_squared);
     match compare_with_brownian(frames, times, &f, Scheme::EulerMaruyama, 0) {
         Ok(cmp) => {
+            let cmp = cmp.frames;
             out.ks_mean = Some(cmp.iter().map(|c| c.ks).sum::<f64>() / cmp.len() as f64);
             out.ks_max = Some(cmp.iter().map(|c| c.ks).fold(0.0, f64::max));
         }

@@ -1,0 +1,168 @@
+//! What the page and its training worker say to each other. Messages cross as JS values through
+//! serde-wasm-bindgen: `{"cmd": ...}` from the page, `{"event": ...}` from the worker, each with a
+//! `bulk` array beside it for the big numbers (sphere points, attention matrices, file bytes) as
+//! typed arrays, whose buffers are transferred rather than copied.
+
+use engine::session::{BackendChoice, DiagPoint, Experiment, Metrics, Panels};
+use js_sys::{Array, Float32Array, Object, Reflect, Uint8Array};
+use serde::{de::DeserializeOwned, Deserialize, Serialize};
+use wasm_bindgen::{JsCast, JsValue};
+
+use crate::settings::Settings;
+
+/// The page to the worker.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(tag = "cmd", rename_all = "snake_case")]
+pub enum Command {
+    /// A new run (`settings` is what the page shows and saves beside it); `run` starts training.
+    Create { experiment: Experiment, settings: Option<Settings>, run: bool },
+    Run,
+    Pause,
+    /// One step; with `lr` a new learning rate first.
+    Step { lr: Option<f32> },
+    /// A new learning rate for the run in progress (weights, optimizer state and step kept).
+    SetLr { lr: f32 },
+    /// Drops the run (and the saved copy).
+    Reset,
+    SetBackend { choice: BackendChoice },
+    /// The depth the Brownian panel analyses.
+    SetDepth { depth: usize },
+    /// Steps per second; None: as fast as possible.
+    SetPace { steps_per_second: Option<f64> },
+    CheckSaved,
+    ResumeSaved,
+    DiscardSaved,
+    DownloadModel,
+    /// Uploaded files, named; their bytes are the message's bulk arrays, in order.
+    LoadModel { names: Vec<String> },
+    /// Test hook: a busy wait of `factor - 1` times each step's own time, so the worker runs as on a
+    /// machine `factor` times slower (Chromium cannot CPU-throttle a worker through DevTools).
+    Slowdown { factor: f64 },
+    /// Test hook: aborts the worker's wasm, as a bug or a failed allocation would.
+    Trap,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    #[default]
+    Idle,
+    Running,
+    Paused,
+    Done,
+    Failed,
+}
+
+impl Phase {
+    pub fn status_text(self) -> &'static str {
+        match self {
+            Phase::Idle => "idle",
+            Phase::Running => "training",
+            Phase::Paused => "paused",
+            Phase::Done => "done",
+            Phase::Failed => "error",
+        }
+    }
+
+    pub fn button_text(self) -> &'static str {
+        match self {
+            Phase::Idle => "Start",
+            Phase::Running => "Pause",
+            Phase::Paused => "Resume",
+            Phase::Done => "Restart",
+            Phase::Failed => "Retry",
+        }
+    }
+}
+
+/// The worker to the page.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum Event {
+    /// The worker's wasm is loaded and listening.
+    Ready { engine: String },
+    /// A run exists now (new, resumed, loaded): the page replaces its curves with `metrics`.
+    Run { config: Box<engine::TrainConfig>, settings: Option<Settings>, step: usize, metrics: Metrics },
+    Phase { phase: Phase },
+    /// Where the run is: the session's backend line; `adapter` when it is on the GPU.
+    Backend { line: String, adapter: Option<String> },
+    /// New points since the last progress event.
+    Progress {
+        step: usize,
+        train: Vec<(usize, f32)>,
+        val: Vec<(usize, f32)>,
+        diagnostics: Vec<DiagPoint>,
+        diag_text: Option<String>,
+        ms_per_step: Option<f64>,
+        steps_per_second: Option<f64>,
+    },
+    /// The panels; `sphere` and `attention` are bulk arrays 0 and 1.
+    Panels { panels: Box<Panels> },
+    /// A non-finite loss: the run went back to step `kept` and is paused; `metrics` replace the page's.
+    NonFinite { message: String, kept: usize, metrics: Metrics },
+    Notice { text: String },
+    Error { text: String },
+    /// The run was saved to IndexedDB at `step`.
+    Saved { step: usize },
+    /// A saved run is waiting to be resumed.
+    SavedRun { step: usize, total: usize, what: String },
+    /// What became of uploaded model files: a note, or why they could not be used.
+    Upload { result: Result<String, String> },
+    /// The model file (bulk 0) and its CLI config JSON.
+    ModelFile { config_json: String },
+    /// The run is complete; the same fields as `lab train --json`'s last line.
+    Summary { summary: serde_json::Value },
+}
+
+fn serializer() -> serde_wasm_bindgen::Serializer {
+    serde_wasm_bindgen::Serializer::json_compatible()
+}
+
+/// A message as a JS object `{msg, bulk}`, and the buffers to transfer.
+pub fn encode<T: Serialize>(msg: &T, bulk: Vec<JsValue>) -> Result<(JsValue, Array), String> {
+    let value = msg.serialize(&serializer()).map_err(|e| format!("message not encodable: {e}"))?;
+    let out = Object::new();
+    let transfer = Array::new();
+    let arrays = Array::new();
+    for b in bulk {
+        if let Some(buf) = b.dyn_ref::<Float32Array>().map(|a| a.buffer()) {
+            transfer.push(&buf);
+        } else if let Some(buf) = b.dyn_ref::<Uint8Array>().map(|a| a.buffer()) {
+            transfer.push(&buf);
+        }
+        arrays.push(&b);
+    }
+    Reflect::set(&out, &"msg".into(), &value).map_err(|_| "message object")?;
+    Reflect::set(&out, &"bulk".into(), &arrays).map_err(|_| "message object")?;
+    Ok((out.into(), transfer))
+}
+
+/// The message and its bulk arrays from a JS object made by [`encode`].
+pub fn decode<T: DeserializeOwned>(data: &JsValue) -> Result<(T, Vec<JsValue>), String> {
+    let msg = Reflect::get(data, &"msg".into()).map_err(|_| "no message")?;
+    let msg = serde_wasm_bindgen::from_value(msg).map_err(|e| format!("message not understood: {e}"))?;
+    let bulk = Reflect::get(data, &"bulk".into()).ok().filter(|b| b.is_object()).map(Array::from);
+    Ok((msg, bulk.map(|b| b.iter().collect()).unwrap_or_default()))
+}
+
+pub fn floats(v: &[f32]) -> JsValue {
+    Float32Array::from(v).into()
+}
+
+pub fn bytes(v: &[u8]) -> JsValue {
+    Uint8Array::from(v).into()
+}
+
+/// A bulk array back as numbers (empty when it is not a Float32Array).
+pub fn floats_of(v: Option<&JsValue>) -> Vec<f32> {
+    v.and_then(|v| v.dyn_ref::<Float32Array>()).map(Float32Array::to_vec).unwrap_or_default()
+}
+
+pub fn bytes_of(v: Option<&JsValue>) -> Vec<u8> {
+    v.and_then(|v| v.dyn_ref::<Uint8Array>()).map(Uint8Array::to_vec).unwrap_or_default()
+}
+
+/// A JS value as a serde value (for the scripting API's config argument).
+pub fn to_js<T: Serialize>(v: &T) -> Result<JsValue, String> {
+    v.serialize(&serializer()).map_err(|e| e.to_string())
+}

@@ -1,0 +1,117 @@
+//! `window.spherewalk`: the page's scripting API, for experiments from the browser console.
+//!
+//! ```js
+//! const s = await spherewalk.train({ train: { ...TrainConfig... } }, (e) => console.log(e.event));
+//! ```
+//! - `train(config, onEvent?)`: runs `config` (what `lab train --config FILE` reads: an experiment
+//!   `{version, train, probe, backend}` or a bare training config, as an object or JSON text) in a
+//!   worker of its own, and resolves to the summary: the fields of `lab train --json`'s last line.
+//!   It rejects with the message on a bad config or a non-finite loss. `onEvent` receives every
+//!   event as a plain object (`event`: "progress", "panels" with `sphere` and `attention` as
+//!   Float32Arrays, "phase", "backend", "notice", ...).
+//! - `experiment()`: the page's experiment as JSON text (for `lab train --config`).
+//! - `version`: the engine's version.
+//! - `testing.slowWorker(factor)` and `testing.trapWorker()`: the browser tests' hooks on the page's
+//!   own worker (a worker `factor` times slower; a wasm trap).
+
+use engine::session::Experiment;
+use js_sys::{Function, Object, Promise, Reflect};
+use spherewalk::protocol::{self, Command, Event};
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+
+use crate::lab::{Lab, WORKER_URL};
+
+fn set(obj: &Object, key: &str, value: &JsValue) {
+    let _ = Reflect::set(obj, &key.into(), value);
+}
+
+/// The experiment a script passed, or a JS Error saying what is wrong with it.
+fn experiment_of(config: &JsValue) -> Result<Experiment, JsValue> {
+    let parsed = match config.as_string() {
+        Some(text) => Experiment::from_json(&text),
+        None => serde_wasm_bindgen::from_value::<serde_json::Value>(config.clone())
+            .map_err(|e| engine::Error::Config(format!("the config is not a JSON object: {e}")))
+            .and_then(Experiment::from_value),
+    };
+    parsed.map_err(|e| js_sys::Error::new(&e.to_string()).into())
+}
+
+/// Runs `config` in a new worker; the promise settles with the summary or the error.
+fn train(config: JsValue, on_event: JsValue) -> Promise {
+    let experiment = match experiment_of(&config) {
+        Ok(e) => e,
+        Err(e) => return Promise::reject(&e),
+    };
+    let worker = match web_sys::Worker::new(WORKER_URL) {
+        Ok(w) => w,
+        Err(e) => return Promise::reject(&e),
+    };
+    let on_event = on_event.dyn_into::<Function>().ok();
+    Promise::new(&mut |resolve, reject| {
+        let (w, exp) = (worker.clone(), experiment.clone());
+        let on_event = on_event.clone();
+        let finish = {
+            let w = w.clone();
+            move |f: &Function, v: &JsValue| {
+                w.terminate();
+                let _ = f.call1(&JsValue::NULL, v);
+            }
+        };
+        let on_message = Closure::<dyn FnMut(web_sys::MessageEvent)>::new(move |ev: web_sys::MessageEvent| {
+            let data = ev.data();
+            if let Some(what) = Reflect::get(&data, &"crashed".into()).ok().and_then(|c| c.as_string()) {
+                return finish(&reject, &js_sys::Error::new(&format!("the worker crashed: {what}")).into());
+            }
+            let (event, bulk) = match protocol::decode::<Event>(&data) {
+                Ok(m) => m,
+                Err(e) => return finish(&reject, &js_sys::Error::new(&e).into()),
+            };
+            if let (Some(f), Ok(value)) = (&on_event, protocol::to_js(&event)) {
+                if let (Event::Panels { .. }, Some(obj)) = (&event, value.dyn_ref::<Object>()) {
+                    set(obj, "sphere", bulk.first().unwrap_or(&JsValue::NULL));
+                    set(obj, "attention", bulk.get(1).unwrap_or(&JsValue::NULL));
+                }
+                let _ = f.call1(&JsValue::NULL, &value);
+            }
+            match event {
+                Event::Ready { .. } => {
+                    let cmd = Command::Create { experiment: exp.clone(), settings: None, run: true };
+                    if let Ok((msg, transfer)) = protocol::encode(&cmd, vec![]) {
+                        let _ = w.post_message_with_transfer(&msg, &transfer);
+                    }
+                }
+                Event::Summary { summary } => match protocol::to_js(&summary) {
+                    Ok(v) => finish(&resolve, &v),
+                    Err(e) => finish(&reject, &js_sys::Error::new(&e).into()),
+                },
+                Event::Error { text } | Event::NonFinite { message: text, .. } => {
+                    finish(&reject, &js_sys::Error::new(&text).into())
+                }
+                _ => {}
+            }
+        });
+        worker.set_onmessage(Some(&on_message.into_js_value().unchecked_into()));
+    })
+}
+
+/// Puts `window.spherewalk` in place.
+pub fn install(lab: Lab) {
+    let api = Object::new();
+    set(&api, "version", &engine::VERSION.into());
+    let train = Closure::<dyn Fn(JsValue, JsValue) -> Promise>::new(train);
+    set(&api, "train", &train.into_js_value());
+    let experiment = Closure::<dyn Fn() -> Result<String, JsValue>>::new(move || {
+        lab.experiment().map(|e| e.to_json()).map_err(|e| js_sys::Error::new(&e).into())
+    });
+    set(&api, "experiment", &experiment.into_js_value());
+    let testing = Object::new();
+    let slow = Closure::<dyn Fn(f64)>::new(move |factor: f64| lab.send(Command::Slowdown { factor }));
+    set(&testing, "slowWorker", &slow.into_js_value());
+    let trap = Closure::<dyn Fn()>::new(move || lab.send(Command::Trap));
+    set(&testing, "trapWorker", &trap.into_js_value());
+    set(&api, "testing", &testing);
+    if let Some(w) = web_sys::window() {
+        set(&w, "spherewalk", &api);
+    }
+}

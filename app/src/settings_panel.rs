@@ -1,0 +1,240 @@
+//! The panel that edits the settings (`spherewalk::settings`).
+
+use leptos::prelude::*;
+use spherewalk::settings::{Settings, PRESETS};
+use wasm_bindgen::JsCast;
+use web_sys::HtmlInputElement;
+
+use crate::lab::Lab;
+
+fn parse_or<T: std::str::FromStr>(s: &str, old: T) -> T {
+    s.trim().parse().unwrap_or(old)
+}
+
+/// A labelled number input bound to one field of the settings.
+fn number_field(
+    lab: Lab,
+    id: &'static str,
+    label: &'static str,
+    get: fn(&Settings) -> String,
+    set: fn(&mut Settings, &str),
+) -> impl IntoView {
+    view! {
+        <label for=id>
+            {label}
+            <input
+                id=id
+                type="text"
+                inputmode="decimal"
+                prop:value=move || lab.settings.with(get)
+                on:change=move |ev| {
+                    let v = event_target_value(&ev);
+                    lab.settings.update(|s| {
+                        set(s, &v);
+                        s.preset = "custom".into();
+                    });
+                }
+            />
+        </label>
+    }
+}
+
+/// Reads an uploaded file: it must be non-empty UTF-8 text without NUL bytes.
+async fn read_text_file(file: web_sys::File) -> Result<String, String> {
+    let name = file.name();
+    if file.size() == 0.0 {
+        return Err(format!("{name} is empty; upload a .txt file with at least a few sentences"));
+    }
+    if file.size() > 4.0 * 1024.0 * 1024.0 {
+        return Err(format!("{name} is {:.1} MB; the lab takes text files up to 4 MB", file.size() / 1048576.0));
+    }
+    let buffer = wasm_bindgen_futures::JsFuture::from(file.array_buffer())
+        .await
+        .map_err(|_| format!("could not read {name}"))?;
+    let bytes = js_sys::Uint8Array::new(&buffer).to_vec();
+    if bytes.contains(&0) {
+        return Err(format!("{name} looks like a binary file (it has NUL bytes); upload plain UTF-8 text"));
+    }
+    String::from_utf8(bytes).map_err(|_| format!("{name} is not UTF-8 text; upload plain UTF-8 text"))
+}
+
+#[component]
+pub fn SettingsPanel(lab: Lab) -> impl IntoView {
+    let upload_note = RwSignal::new(None::<Result<String, String>>);
+    let on_file = move |ev: leptos::ev::Event| {
+        let input: HtmlInputElement = event_target(&ev);
+        let Some(file) = input.files().and_then(|f| f.get(0)) else { return };
+        input.set_value("");
+        leptos::task::spawn_local(async move {
+            match read_text_file(file).await {
+                Ok(text) => {
+                    let n = text.chars().count();
+                    lab.settings.update(|s| {
+                        s.data = "text".into();
+                        s.text = text;
+                        s.preset = "custom".into();
+                    });
+                    upload_note.set(Some(Ok(format!("loaded {n} characters"))));
+                }
+                Err(e) => upload_note.set(Some(Err(e))),
+            }
+        });
+    };
+    let is_text = move || lab.settings.with(|s| s.data == "text");
+    let story = move || {
+        lab.settings
+            .with(|s| PRESETS.iter().find(|p| p.id == s.preset).map(|p| p.story).unwrap_or("Your own settings."))
+    };
+
+    view! {
+        <section id="panel-settings" class="panel" aria-labelledby="settings-title">
+            <h2 id="settings-title">"Experiment"</h2>
+            <details class="explain">
+                <summary>"What is this?"</summary>
+                <p>
+                    "Pick a preset, or set the data, the model and the optimizer yourself. Settings apply when a run "
+                    "starts (Start, Step, or after Reset). The whole experiment lives in the page's address: copy "
+                    "the link to share it. Keyboard: space starts and pauses."
+                </p>
+            </details>
+            <label for="preset" class="wide">
+                "Preset"
+                <select
+                    id="preset"
+                    prop:value=move || lab.settings.with(|s| s.preset.clone())
+                    on:change=move |ev| {
+                        let id = event_target_value(&ev);
+                        if let Some(s) = Settings::preset(&id) {
+                            lab.settings.set(s);
+                        }
+                    }
+                >
+                    {PRESETS.iter().map(|p| view! { <option value=p.id>{p.title}</option> }).collect_view()}
+                    <option value="custom">"Custom"</option>
+                </select>
+            </label>
+            <p id="preset-story" class="story">{story}</p>
+            <div class="grid">
+                <label for="data">
+                    "Data"
+                    <select
+                        id="data"
+                        prop:value=move || lab.settings.with(|s| s.data.clone())
+                        on:change=move |ev| {
+                            let v = event_target_value(&ev);
+                            lab.settings.update(|s| {
+                                s.data = v;
+                                s.preset = "custom".into();
+                            });
+                        }
+                    >
+                        {DataSpec::BUILT_IN.iter().map(|n| view! { <option value=*n>{*n}</option> }).collect_view()}
+                        <option value="text">"your text"</option>
+                    </select>
+                </label>
+                {number_field(lab, "d-model", "d_model", |s| s.d_model.to_string(), |s, v| s.d_model = parse_or(v, s.d_model))}
+                {number_field(lab, "layers", "layers", |s| s.layers.to_string(), |s, v| s.layers = parse_or(v, s.layers))}
+                {number_field(lab, "heads", "heads", |s| s.heads.to_string(), |s, v| s.heads = parse_or(v, s.heads))}
+                {number_field(lab, "context", "context", |s| s.context.to_string(), |s, v| s.context = parse_or(v, s.context))}
+                <label for="activation">
+                    "Activation"
+                    <select
+                        id="activation"
+                        prop:value=move || lab.settings.with(|s| s.activation.clone())
+                        on:change=move |ev| {
+                            let v = event_target_value(&ev);
+                            lab.settings.update(|s| {
+                                s.activation = v;
+                                s.preset = "custom".into();
+                            });
+                        }
+                    >
+                        <option value="gelu">"gelu"</option>
+                        <option value="relu">"relu"</option>
+                        <option value="identity">"identity"</option>
+                    </select>
+                </label>
+                <label for="causal">
+                    "Attention"
+                    <select
+                        id="causal"
+                        prop:value=move || if lab.settings.with(|s| s.causal) { "causal" } else { "bidirectional" }
+                        on:change=move |ev| {
+                            let v = event_target_value(&ev) == "causal";
+                            lab.settings.update(|s| {
+                                s.causal = v;
+                                s.preset = "custom".into();
+                            });
+                        }
+                    >
+                        <option value="causal">"causal"</option>
+                        <option value="bidirectional">"bidirectional"</option>
+                    </select>
+                </label>
+                <label for="optimizer">
+                    "Optimizer"
+                    <select
+                        id="optimizer"
+                        prop:value=move || lab.settings.with(|s| s.optimizer.clone())
+                        on:change=move |ev| {
+                            let v = event_target_value(&ev);
+                            lab.settings.update(|s| {
+                                if let Ok(o) = OptimizerConfig::named(&v) {
+                                    s.lr = o.default_lr();
+                                }
+                                s.optimizer = v;
+                                s.preset = "custom".into();
+                            });
+                        }
+                    >
+                        <option value="sgd">"sgd"</option>
+                        <option value="adam">"adam"</option>
+                        <option value="kfac">"kfac"</option>
+                        <option value="cgfac">"cgfac"</option>
+                    </select>
+                </label>
+                {number_field(lab, "lr", "learning rate", |s| s.lr.to_string(), |s, v| s.lr = parse_or(v, s.lr))}
+                {number_field(lab, "steps", "steps", |s| s.steps.to_string(), |s, v| s.steps = parse_or(v, s.steps))}
+                {number_field(lab, "batch", "batch", |s| s.batch.to_string(), |s, v| s.batch = parse_or(v, s.batch))}
+                {number_field(lab, "seed", "seed", |s| s.seed.to_string(), |s, v| s.seed = parse_or(v, s.seed))}
+            </div>
+            <Show when=is_text>
+                <label for="text-input" class="wide">
+                    "Your text (character level)"
+                    <textarea
+                        id="text-input"
+                        rows="4"
+                        placeholder="Paste a few paragraphs of text here"
+                        prop:value=move || lab.settings.with(|s| s.text.clone())
+                        on:change=move |ev| {
+                            let v = event_target_value(&ev);
+                            lab.settings.update(|s| {
+                                s.text = v;
+                                s.preset = "custom".into();
+                            });
+                        }
+                    ></textarea>
+                </label>
+            </Show>
+            <label for="file-input" class="wide">
+                "Or upload a .txt file"
+                <input id="file-input" type="file" accept=".txt,text/plain" on:change=on_file />
+            </label>
+            {move || {
+                upload_note
+                    .get()
+                    .map(|r| match r {
+                        Ok(m) => view! { <p id="upload-note" class="note">{m}</p> }.into_any(),
+                        Err(m) => view! { <p id="upload-error" class="error" role="alert">{m}</p> }.into_any(),
+                    })
+            }}
+        </section>
+    }
+}
+
+/// Whether a keyboard event comes from a form control (then space must not toggle training).
+pub fn from_form_control(ev: &web_sys::KeyboardEvent) -> bool {
+    ev.target()
+        .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
+        .is_some_and(|e| matches!(e.tag_name().as_str(), "INPUT" | "TEXTAREA" | "SELECT" | "BUTTON"))
+}

@@ -1,0 +1,612 @@
+//! The training worker: it owns the engine's session and runs it between messages, so the page's
+//! main thread only draws. One task owns all the state and handles one command at a time, in
+//! order: presses of Start, Step and Reset in the same instant cannot interleave.
+//!
+//! While running, the worker takes steps for about [`CHUNK_MS`], then lets its event loop run (new
+//! commands), and posts what changed: new loss points at most every [`PROGRESS_EVERY_MS`], the
+//! panels at most every [`PANELS_EVERY_MS`] when a probe frame was recorded, and saves the run to
+//! IndexedDB every [`SAVE_EVERY_MS`]. These wall-clock intervals only decide when the page hears
+//! about the numbers; the numbers themselves follow the session's step schedule.
+
+use std::cell::RefCell;
+use std::collections::VecDeque;
+use std::rc::Rc;
+
+use engine::checkpoint::Snapshot;
+use engine::memory::DEFAULT_BUDGET;
+use engine::session::{BackendChoice, Experiment, Metrics, Progress, Session};
+use engine::Trainer;
+use js_sys::{Function, Promise};
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use wasm_bindgen_futures::JsFuture;
+use web_sys::{DedicatedWorkerGlobalScope, MessageEvent};
+
+use crate::js::{now_ms, sleep, yield_now};
+use crate::model_io::{self, SavedMeta};
+use crate::persist;
+use crate::protocol::{self, Command, Event, Phase};
+use crate::settings::Settings;
+
+const CHUNK_MS: f64 = 8.0;
+const PROGRESS_EVERY_MS: f64 = 50.0;
+const PANELS_EVERY_MS: f64 = 250.0;
+const SAVE_EVERY_MS: f64 = 3000.0;
+
+type Message = (Command, Vec<JsValue>);
+
+#[derive(Default)]
+struct Inbox {
+    queue: VecDeque<Message>,
+    wake: Option<Function>,
+}
+
+/// Starts the worker: listens for commands and says it is ready.
+pub fn start() {
+    let scope: DedicatedWorkerGlobalScope = js_sys::global().unchecked_into();
+    // A trap (a panic, a failed allocation) leaves the wasm unusable: these plain JS listeners,
+    // which never call into it, tell the page.
+    for (event, what) in [("error", "e.message"), ("unhandledrejection", "e.reason && (e.reason.message || e.reason)")] {
+        let body = format!("postMessage({{crashed: String({what})}})");
+        let listener = Function::new_with_args("e", &body);
+        let _ = scope.add_event_listener_with_callback(event, &listener);
+    }
+    std::panic::set_hook(Box::new(|info| {
+        console_error_panic_hook::hook(info);
+        let scope: DedicatedWorkerGlobalScope = js_sys::global().unchecked_into();
+        let msg = js_sys::Object::new();
+        let _ = js_sys::Reflect::set(&msg, &"crashed".into(), &format!("the engine panicked: {info}").into());
+        let _ = scope.post_message(&msg);
+    }));
+    let inbox = Rc::new(RefCell::new(Inbox::default()));
+    let post_scope = scope.clone();
+    let rx = inbox.clone();
+    let on_message = Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {
+        match protocol::decode::<Command>(&ev.data()) {
+            Ok(m) => {
+                let wake = {
+                    let mut inbox = rx.borrow_mut();
+                    inbox.queue.push_back(m);
+                    inbox.wake.take()
+                };
+                if let Some(w) = wake {
+                    let _ = w.call0(&JsValue::NULL);
+                }
+            }
+            Err(e) => post(&post_scope, &Event::Error { text: format!("the worker got a message it does not know: {e}") }, vec![]),
+        }
+    });
+    scope.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
+    // The worker lives as long as its listener.
+    on_message.forget();
+    let worker = Worker::new(scope, inbox);
+    wasm_bindgen_futures::spawn_local(worker.run());
+}
+
+fn post(scope: &DedicatedWorkerGlobalScope, event: &Event, bulk: Vec<JsValue>) {
+    match protocol::encode(event, bulk) {
+        Ok((msg, transfer)) => {
+            if let Err(e) = scope.post_message_with_transfer(&msg, &transfer) {
+                web_sys::console::error_1(&e);
+            }
+        }
+        Err(e) => web_sys::console::error_1(&e.into()),
+    }
+}
+
+struct Worker {
+    scope: DedicatedWorkerGlobalScope,
+    inbox: Rc<RefCell<Inbox>>,
+    session: Option<Session>,
+    settings: Option<Settings>,
+    phase: Phase,
+    backend: BackendChoice,
+    depth: usize,
+    pace: Option<f64>,
+    slowdown: f64,
+    /// Points of the metrics already posted.
+    sent: (usize, usize, usize),
+    last_progress: f64,
+    last_panels: f64,
+    last_save: f64,
+    panels_due: bool,
+    /// Pacing: the step count and time the current pace was measured from.
+    pace_origin: (usize, f64),
+    /// Time spent in steps and their count since the run (re)started, for the summary.
+    timed: (f64, usize),
+    ms_per_step: Option<f64>,
+}
+
+impl Worker {
+    fn new(scope: DedicatedWorkerGlobalScope, inbox: Rc<RefCell<Inbox>>) -> Self {
+        Worker {
+            scope,
+            inbox,
+            session: None,
+            settings: None,
+            phase: Phase::Idle,
+            backend: BackendChoice::Auto,
+            depth: 0,
+            pace: None,
+            slowdown: 1.0,
+            sent: (0, 0, 0),
+            last_progress: f64::NEG_INFINITY,
+            last_panels: f64::NEG_INFINITY,
+            last_save: f64::NEG_INFINITY,
+            panels_due: false,
+            pace_origin: (0, 0.0),
+            timed: (0.0, 0),
+            ms_per_step: None,
+        }
+    }
+
+    fn post(&self, event: Event) {
+        post(&self.scope, &event, vec![]);
+    }
+
+    fn error(&mut self, text: String) {
+        web_sys::console::warn_1(&format!("Spherewalk: {text}").into());
+        self.post(Event::Error { text });
+    }
+
+    fn set_phase(&mut self, phase: Phase) {
+        self.phase = phase;
+        self.post(Event::Phase { phase });
+        self.pace_origin = (self.session.as_ref().map_or(0, Session::step_count), now_ms());
+    }
+
+    fn try_next(&self) -> Option<Message> {
+        self.inbox.borrow_mut().queue.pop_front()
+    }
+
+    /// Waits for the next command.
+    async fn next(&self) -> Message {
+        loop {
+            if let Some(m) = self.try_next() {
+                return m;
+            }
+            let inbox = self.inbox.clone();
+            let promise = Promise::new(&mut |resolve, _| inbox.borrow_mut().wake = Some(resolve));
+            let _ = JsFuture::from(promise).await;
+        }
+    }
+
+    async fn run(mut self) {
+        self.post(Event::Ready { engine: engine::VERSION.into() });
+        loop {
+            while let Some(m) = self.try_next() {
+                self.handle(m).await;
+            }
+            if self.phase == Phase::Running {
+                self.chunk().await;
+                yield_now().await;
+            } else {
+                let m = self.next().await;
+                self.handle(m).await;
+            }
+        }
+    }
+
+    async fn handle(&mut self, (cmd, bulk): Message) {
+        match cmd {
+            Command::Create { experiment, settings, run } => self.create(experiment, settings, run).await,
+            Command::Run => {
+                if self.session.as_ref().is_some_and(|s| !s.is_done()) {
+                    self.set_phase(Phase::Running);
+                }
+            }
+            Command::Pause => {
+                if self.phase == Phase::Running {
+                    self.set_phase(Phase::Paused);
+                    self.publish(true);
+                    self.save(true).await;
+                }
+            }
+            Command::Step { lr } => {
+                if self.session.is_none() || self.phase == Phase::Running {
+                    return;
+                }
+                if let Some(lr) = lr {
+                    self.set_lr(lr).await;
+                }
+                self.set_phase(Phase::Paused);
+                self.advance(1).await;
+                self.publish(true);
+                self.save(true).await;
+            }
+            Command::SetLr { lr } => self.set_lr(lr).await,
+            Command::Reset => {
+                self.session = None;
+                self.settings = None;
+                self.set_phase(Phase::Idle);
+                if let Err(e) = persist::delete().await {
+                    web_sys::console::warn_1(&format!("Spherewalk: {e}").into());
+                }
+            }
+            Command::SetBackend { choice } => {
+                self.backend = choice;
+                if let Some(s) = self.session.as_mut() {
+                    if let Err(e) = s.set_backend(choice).await {
+                        self.post(Event::Notice { text: format!("the run stays where it is: {e}") });
+                    }
+                }
+                self.post_backend();
+                self.publish(true);
+            }
+            Command::SetDepth { depth } => {
+                self.depth = depth;
+                self.publish(true);
+            }
+            Command::SetPace { steps_per_second } => {
+                self.pace = steps_per_second.filter(|p| p.is_finite() && *p > 0.0);
+                self.pace_origin = (self.session.as_ref().map_or(0, Session::step_count), now_ms());
+            }
+            Command::CheckSaved => self.check_saved().await,
+            Command::ResumeSaved => self.resume_saved().await,
+            Command::DiscardSaved => {
+                if let Err(e) = persist::delete().await {
+                    web_sys::console::warn_1(&format!("Spherewalk: {e}").into());
+                }
+            }
+            Command::DownloadModel => self.download_model().await,
+            Command::LoadModel { names } => {
+                let files: Vec<(String, Vec<u8>)> =
+                    names.into_iter().enumerate().map(|(i, n)| (n, protocol::bytes_of(bulk.get(i)))).collect();
+                self.load_model(files).await;
+            }
+            Command::Slowdown { factor } => self.slowdown = factor.max(1.0),
+            // What a bug or a failed allocation does to the wasm: the page must notice.
+            Command::Trap => core::arch::wasm32::unreachable(),
+        }
+    }
+
+    /// Makes `session` the run, tells the page, and starts or pauses it.
+    fn install(&mut self, session: Session, settings: Option<Settings>, run: bool) {
+        let m = session.metrics().clone();
+        self.sent = (m.train.len(), m.val.len(), m.diagnostics.len());
+        self.post(Event::Run {
+            config: Box::new(session.experiment().train.clone()),
+            settings: settings.clone(),
+            step: session.step_count(),
+            metrics: m,
+        });
+        self.settings = settings;
+        self.timed = (0.0, 0);
+        self.ms_per_step = None;
+        let done = session.is_done();
+        self.session = Some(session);
+        self.post_backend();
+        self.set_phase(if done {
+            Phase::Done
+        } else if run {
+            Phase::Running
+        } else {
+            Phase::Paused
+        });
+        self.publish(true);
+    }
+
+    async fn create(&mut self, experiment: Experiment, settings: Option<Settings>, run: bool) {
+        self.session = None;
+        self.backend = experiment.backend;
+        match Session::new(experiment, DEFAULT_BUDGET).await {
+            Ok(session) => {
+                self.install(session, settings, run);
+                self.save(true).await;
+            }
+            Err(e) => {
+                self.set_phase(Phase::Failed);
+                self.error(format!("could not start the run: {e}"));
+            }
+        }
+    }
+
+    async fn set_lr(&mut self, lr: f32) {
+        let Some(s) = self.session.as_mut() else { return };
+        match s.set_lr(lr).await {
+            Ok(()) => {
+                if let Some(settings) = self.settings.as_mut() {
+                    settings.lr = lr;
+                }
+                self.post(Event::Notice { text: format!("learning rate {lr} applied; training continues") });
+                self.post_backend();
+            }
+            Err(e) => self.error(format!("could not apply the learning rate: {e}")),
+        }
+    }
+
+    fn post_backend(&self) {
+        if let Some(s) = &self.session {
+            self.post(Event::Backend { line: s.backend().into(), adapter: s.adapter().map(String::from) });
+        }
+    }
+
+    /// Runs steps for about a chunk's time (or one step when paced), then posts what is due.
+    async fn chunk(&mut self) {
+        if let Some(pace) = self.pace {
+            let (from, t0) = self.pace_origin;
+            let done = self.session.as_ref().map_or(0, Session::step_count).saturating_sub(from);
+            let due = t0 + done as f64 * 1000.0 / pace;
+            let wait = due - now_ms();
+            if wait > 0.0 {
+                sleep(wait.min(50.0)).await;
+                return;
+            }
+            self.advance(1).await;
+        } else {
+            let started = now_ms();
+            while self.phase == Phase::Running && now_ms() - started < CHUNK_MS {
+                self.advance(1).await;
+            }
+        }
+        let now = now_ms();
+        if now - self.last_progress >= PROGRESS_EVERY_MS {
+            self.publish(false);
+        }
+        if now - self.last_save >= SAVE_EVERY_MS {
+            self.save(false).await;
+        }
+    }
+
+    /// Takes up to `n` steps; ends the run, pauses it or fails it as the session says.
+    async fn advance(&mut self, n: usize) {
+        for _ in 0..n {
+            let Some(s) = self.session.as_mut() else { return };
+            let t0 = now_ms();
+            let progress = s.step().await;
+            let spent = now_ms() - t0;
+            if self.slowdown > 1.0 {
+                let until = now_ms() + spent * (self.slowdown - 1.0);
+                while now_ms() < until {}
+            }
+            let spent = now_ms() - t0;
+            let notices = s.take_notices();
+            let done = s.is_done();
+            let metrics = matches!(progress, Ok(Progress::NonFinite { .. })).then(|| s.metrics().clone());
+            for text in notices {
+                self.post(Event::Notice { text });
+                self.post_backend();
+            }
+            match progress {
+                Ok(Progress::Stepped { recorded, .. }) => {
+                    self.timed.0 += spent;
+                    self.timed.1 += 1;
+                    self.ms_per_step = Some(spent);
+                    self.panels_due |= recorded;
+                }
+                Ok(Progress::Done) => {
+                    self.finish().await;
+                    return;
+                }
+                Ok(Progress::NonFinite { message, kept }) => {
+                    let metrics = metrics.unwrap_or_default();
+                    self.sent = (metrics.train.len(), metrics.val.len(), metrics.diagnostics.len());
+                    web_sys::console::warn_1(&format!("Spherewalk: {message}").into());
+                    self.post(Event::NonFinite { message, kept, metrics });
+                    self.set_phase(Phase::Paused);
+                    self.publish(true);
+                    self.save(true).await;
+                    return;
+                }
+                Err(e) => {
+                    self.set_phase(Phase::Failed);
+                    self.publish(true);
+                    self.error(format!("training step failed: {e}"));
+                    return;
+                }
+            }
+            if done {
+                self.finish().await;
+                return;
+            }
+        }
+    }
+
+    async fn finish(&mut self) {
+        self.set_phase(Phase::Done);
+        self.publish(true);
+        if let Some(s) = self.session.as_mut() {
+            let summary = s.summary(self.timed.0 / 1000.0, self.timed.1);
+            match serde_json::to_value(summary) {
+                Ok(summary) => self.post(Event::Summary { summary }),
+                Err(e) => self.error(format!("could not summarise the run: {e}")),
+            }
+        }
+        self.save(true).await;
+    }
+
+    /// Posts the new loss points, and the panels when a frame was recorded (or `force`).
+    fn publish(&mut self, force: bool) {
+        let Some(s) = self.session.as_mut() else { return };
+        let m = s.metrics();
+        let (t, v, d) = self.sent;
+        let diag_text = s.diagnostics().map(|d| diag_text(d, &s.experiment().train.optimizer, s.step_count()));
+        let event = Event::Progress {
+            step: s.step_count(),
+            train: m.train[t.min(m.train.len())..].to_vec(),
+            val: m.val[v.min(m.val.len())..].to_vec(),
+            diagnostics: m.diagnostics[d.min(m.diagnostics.len())..].to_vec(),
+            diag_text,
+            ms_per_step: self.ms_per_step,
+            steps_per_second: (self.timed.0 > 0.0).then(|| self.timed.1 as f64 * 1000.0 / self.timed.0),
+        };
+        self.sent = (m.train.len(), m.val.len(), m.diagnostics.len());
+        post(&self.scope, &event, vec![]);
+        let now = now_ms();
+        self.last_progress = now;
+        if force || (self.panels_due && now - self.last_panels >= PANELS_EVERY_MS) {
+            match s.panels(self.depth) {
+                Ok(mut panels) => {
+                    let bulk = vec![protocol::floats(&panels.sphere), protocol::floats(&panels.attention)];
+                    panels.sphere = Vec::new();
+                    panels.attention = Vec::new();
+                    post(&self.scope, &Event::Panels { panels: Box::new(panels) }, bulk);
+                }
+                Err(e) => self.post(Event::Error { text: format!("could not draw the panels: {e}") }),
+            }
+            self.panels_due = false;
+            self.last_panels = now;
+        }
+    }
+
+    /// Saves the run to IndexedDB (at most every [`SAVE_EVERY_MS`] unless `force`).
+    async fn save(&mut self, force: bool) {
+        let now = now_ms();
+        if !force && now - self.last_save < SAVE_EVERY_MS {
+            return;
+        }
+        self.last_save = now;
+        let Some(s) = self.session.as_ref() else { return };
+        let snap = match s.snapshot().await {
+            Ok(snap) => snap,
+            Err(e) => return web_sys::console::warn_1(&format!("Spherewalk: could not save the run: {e}").into()),
+        };
+        let m = s.metrics();
+        let meta = SavedMeta {
+            engine: engine::VERSION.into(),
+            saved_at: js_sys::Date::now(),
+            settings: self.settings.clone().unwrap_or_else(|| Settings::from_config(&snap.config)),
+            config: snap.config.clone(),
+            step: snap.step,
+            train: m.train.clone(),
+            val: m.val.clone(),
+            entropy: s.entropy().iter().map(|e| (e.step, e.layers.clone())).collect(),
+            diagnostics: m.diagnostics.clone(),
+        };
+        let step = snap.step;
+        match model_io::to_record(&snap, &meta) {
+            Ok(record) => match persist::put(record).await {
+                Ok(()) => self.post(Event::Saved { step }),
+                Err(e) => web_sys::console::warn_1(&format!("Spherewalk: {e}").into()),
+            },
+            Err(e) => web_sys::console::warn_1(&format!("Spherewalk: could not save the run: {e}").into()),
+        }
+    }
+
+    async fn check_saved(&mut self) {
+        match persist::get().await {
+            Ok(Some(record)) => match model_io::meta_of(&record) {
+                Ok(meta) => {
+                    let when = js_sys::Date::new(&meta.saved_at.into());
+                    let what = format!(
+                        "{} preset, {} lr {}, saved {}",
+                        meta.settings.preset,
+                        meta.settings.optimizer,
+                        meta.settings.lr,
+                        String::from(when.to_locale_string("default", &JsValue::UNDEFINED))
+                    );
+                    self.post(Event::SavedRun { step: meta.step, total: meta.config.steps, what });
+                }
+                Err(e) => web_sys::console::warn_1(&format!("Spherewalk: {e}").into()),
+            },
+            Ok(None) => {}
+            Err(e) => web_sys::console::warn_1(&format!("Spherewalk: {e}").into()),
+        }
+    }
+
+    /// Restores the saved run exactly (weights, optimizer state, step, metrics) and continues it.
+    async fn resume_saved(&mut self) {
+        let restored = match persist::get().await {
+            Ok(Some(record)) => model_io::from_record(&record),
+            Ok(None) => Err("there is no saved run any more".into()),
+            Err(e) => Err(e),
+        };
+        let (snap, meta) = match restored {
+            Ok(r) => r,
+            Err(e) => return self.error(format!("could not resume the saved run: {e}")),
+        };
+        let metrics = Metrics { train: meta.train, val: meta.val, diagnostics: meta.diagnostics };
+        let mut exp = Experiment::new(snap.config.clone());
+        exp.backend = self.backend;
+        match Session::restore(exp, snap, metrics, DEFAULT_BUDGET).await {
+            Ok(session) => {
+                let step = session.step_count();
+                self.install(session, Some(meta.settings), true);
+                self.post(Event::Notice { text: format!("resumed the saved run at step {step}") });
+            }
+            Err(e) => self.error(format!("could not resume the saved run: {e}")),
+        }
+    }
+
+    async fn download_model(&mut self) {
+        let Some(s) = self.session.as_ref() else {
+            return self.error("no model yet: start or step a run first".into());
+        };
+        let file = s.snapshot().await.map_err(|e| e.to_string()).and_then(|snap| {
+            let settings = self.settings.clone().unwrap_or_else(|| Settings::from_config(&snap.config));
+            let file = model_io::model_file(&snap.config, &settings, snap.step, &snap.params)?;
+            Ok((file, model_io::config_file(&snap.config, snap.step)))
+        });
+        match file {
+            Ok((file, config_json)) => post(&self.scope, &Event::ModelFile { config_json }, vec![protocol::bytes(&file)]),
+            Err(e) => self.error(format!("could not write the model file: {e}")),
+        }
+    }
+
+    /// Continues training from uploaded weights (the optimizer starts fresh).
+    async fn load_model(&mut self, files: Vec<(String, Vec<u8>)>) {
+        let loaded = model_io::read_upload(&files).and_then(|up| {
+            let name = up.name.clone();
+            let trainer =
+                Trainer::new(up.config).map_err(|e| format!("{name}: its config does not make a run: {e}"))?;
+            let params = engine::checkpoint::flat_from_named(&trainer.model().layout, up.weights, &name)
+                .map_err(|e| format!("{e} (does the config belong to this model?)"))?;
+            if let Some(i) = params.iter().position(|v| !v.is_finite()) {
+                return Err(format!("{name}: weight {i} is not finite; the model cannot be trained on"));
+            }
+            let total = trainer.config().steps;
+            let step = if up.step < total { up.step } else { 0 };
+            let snap = Snapshot { params, step, ..trainer.snapshot() };
+            let settings = up.settings.unwrap_or_else(|| Settings::from_config(trainer.config()));
+            Ok((snap, settings, name, total))
+        });
+        let (snap, settings, name, total) = match loaded {
+            Ok(l) => l,
+            Err(e) => {
+                web_sys::console::warn_1(&format!("Spherewalk: {e}").into());
+                return self.post(Event::Upload { result: Err(e) });
+            }
+        };
+        let (n, step) = (snap.params.len(), snap.step);
+        let mut exp = Experiment::new(snap.config.clone());
+        exp.backend = self.backend;
+        match Session::restore(exp, snap, Metrics::default(), DEFAULT_BUDGET).await {
+            Ok(session) => {
+                self.install(session, Some(settings), false);
+                let text = format!(
+                    "loaded {name}: {n} weights at step {step} of {total}; press Resume to train on (the optimizer starts fresh)"
+                );
+                self.post(Event::Notice { text: text.clone() });
+                self.post(Event::Upload { result: Ok(text) });
+                self.save(true).await;
+            }
+            Err(e) => self.post(Event::Upload { result: Err(format!("{name}: {e}")) }),
+        }
+    }
+}
+
+/// The second-order diagnostics of the last step as text.
+fn diag_text(d: &engine::optim::second_order::Diagnostics, optimizer: &engine::config::OptimizerConfig, step: usize) -> String {
+    let layers = d
+        .layers
+        .iter()
+        .map(|l| {
+            format!(
+                "{}: {} CG iterations, residual {:.1e}{}",
+                l.name,
+                l.cg.iterations,
+                l.cg.rel_residual,
+                if l.fell_back { " (fell back to the gradient)" } else { "" }
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    format!(
+        "{} after step {step}: damping {:.1e}, KL-clip scale {:.3}, fallbacks {} this step, {} in all\n{layers}",
+        optimizer.name(),
+        d.damping,
+        d.kl_scale,
+        d.fallbacks_this_step,
+        d.fallbacks_total
+    )
+}

@@ -1,0 +1,180 @@
+//! How much memory a run needs, estimated before anything is allocated, so a configuration that
+//! cannot fit is refused with a message instead of failing inside an allocation (in wasm32 that is a
+//! trap that takes the page down). Everything is counted in `u64` with checked arithmetic: sizes a
+//! link can claim (context 1024, batch 1024, 1024 heads) overflow wasm32's `usize`.
+
+use serde::Serialize;
+
+use crate::config::{ModelConfig, OptimizerConfig, TrainConfig};
+use crate::error::{Error, Result};
+
+/// The default budget: what a browser tab can give a worker in wasm32, and a generous share of a
+/// workstation natively (`lab train --memory-limit` changes it).
+#[cfg(target_arch = "wasm32")]
+pub const DEFAULT_BUDGET: u64 = 1 << 30;
+#[cfg(not(target_arch = "wasm32"))]
+pub const DEFAULT_BUDGET: u64 = 16 << 30;
+
+/// Bytes of each part of a run, f32 throughout.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Estimate {
+    pub params: u64,
+    pub optimizer: u64,
+    /// Forward cache and backward scratch of one batch (attention matrices included).
+    pub activations: u64,
+    /// The two states a session keeps to go back to after a non-finite loss.
+    pub rollback: u64,
+    /// The probe's history budget.
+    pub probe: u64,
+    pub total: u64,
+}
+
+fn overflow() -> Error {
+    Error::Config("the configuration's sizes overflow 64-bit arithmetic".into())
+}
+
+/// a * b * ... with overflow as an error.
+fn mul(xs: &[u64]) -> Result<u64> {
+    xs.iter().try_fold(1u64, |acc, &x| acc.checked_mul(x)).ok_or_else(overflow)
+}
+
+fn sum(xs: &[u64]) -> Result<u64> {
+    xs.iter().try_fold(0u64, |acc, &x| acc.checked_add(x)).ok_or_else(overflow)
+}
+
+/// Number of parameters of `m` (as `params::Layout` lays them out), in checked arithmetic.
+pub fn param_count(m: &ModelConfig) -> Result<u64> {
+    let (v, c, f, t, l) = (m.vocab as u64, m.d_model as u64, m.d_ff as u64, m.context as u64, m.layers as u64);
+    let block = sum(&[
+        mul(&[4, c])?,       // two LayerNorms
+        mul(&[4, c, c])?,    // q, k, v, o weights
+        mul(&[4, c])?,       // their biases
+        mul(&[2, c, f])?,    // fc and proj weights
+        f.checked_add(c).ok_or_else(overflow)?,
+    ])?;
+    sum(&[mul(&[v, c])?, mul(&[t, c])?, mul(&[l, block])?, mul(&[2, c])?, mul(&[c, v])?, v])
+}
+
+/// Floats of one batch's forward cache and backward scratch (see `model::Cache` and `Grads`).
+fn activation_floats(m: &ModelConfig, batch: u64) -> Result<u64> {
+    let (v, c, f, t, l, nh) =
+        (m.vocab as u64, m.d_model as u64, m.d_ff as u64, m.context as u64, m.layers as u64, m.heads as u64);
+    let n = mul(&[batch, t])?;
+    let att = mul(&[batch, nh, t, t])?;
+    // Per block: 9 cached (N, C) rows and 5 of their gradients, 2 LayerNorm rstd, fc before and
+    // after the activation and its gradient, the attention matrices.
+    let per_block = sum(&[mul(&[14, n, c])?, mul(&[2, n])?, mul(&[3, n, f])?, att])?;
+    // Residual stream, final LayerNorm and 3 scratch rows, rstd and the token ids, probabilities
+    // and logit gradients, the MLP scratch and one (T, T) attention gradient.
+    sum(&[mul(&[l, per_block])?, mul(&[l + 1, n, c])?, mul(&[5, n, c])?, mul(&[3, n])?, mul(&[2, n, v])?, mul(&[n, f])?, mul(&[t, t])?])
+}
+
+/// Floats of the optimizer's state.
+fn optimizer_floats(cfg: &TrainConfig, params: u64) -> Result<u64> {
+    let m = &cfg.model;
+    Ok(match &cfg.optimizer {
+        OptimizerConfig::Sgd { .. } => params,
+        OptimizerConfig::Adam { .. } => mul(&[2, params])?,
+        OptimizerConfig::Kfac(_) | OptimizerConfig::CgFac(_) => {
+            // Per linear layer: A and G, their inverses, the solution and its velocity; plus the
+            // per-token batch copies of inputs and output gradients and Adam for the rest.
+            let (c, f, v, n) = (m.d_model as u64 + 1, m.d_ff as u64 + 1, m.vocab as u64, mul(&[cfg.batch as u64, m.context as u64])?);
+            let site = |din1: u64, dout: u64| -> Result<u64> { sum(&[mul(&[2, din1, din1])?, mul(&[2, dout, dout])?, mul(&[2, dout, din1])?]) };
+            let block = sum(&[mul(&[4, site(c, c - 1)?])?, site(c, f - 1)?, site(f, c - 1)?])?;
+            sum(&[mul(&[m.layers as u64, block])?, site(c, v)?, mul(&[2, n, f.max(c).max(v)])?, mul(&[3, params])?])?
+        }
+    })
+}
+
+/// The estimate for `cfg` with a probe history of `probe_bytes`.
+pub fn estimate(cfg: &TrainConfig, probe_bytes: u64) -> Result<Estimate> {
+    let p = param_count(&cfg.model)?;
+    let opt = optimizer_floats(cfg, p)?;
+    let params = mul(&[4, p])?;
+    let optimizer = mul(&[4, opt])?;
+    // Training and the probe share the batch cache size; gradients are one more copy of the params.
+    let activations = sum(&[mul(&[4, activation_floats(&cfg.model, cfg.batch as u64)?])?, params])?;
+    let rollback = mul(&[2, sum(&[params, optimizer])?])?;
+    let total = sum(&[params, optimizer, activations, rollback, probe_bytes])?;
+    Ok(Estimate { params, optimizer, activations, rollback, probe: probe_bytes, total })
+}
+
+/// Bytes as people read them.
+pub fn human(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut x = bytes as f64;
+    let mut u = 0;
+    while x >= 1024.0 && u + 1 < UNITS.len() {
+        x /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{x:.1} {}", UNITS[u])
+    }
+}
+
+/// Refuses a run whose estimate is over `budget`, naming both.
+pub fn check(cfg: &TrainConfig, probe_bytes: u64, budget: u64) -> Result<Estimate> {
+    let e = estimate(cfg, probe_bytes)?;
+    if e.total > budget {
+        return Err(Error::Config(format!(
+            "this run needs about {} (weights {}, optimizer {}, activations {}, rollback {}, probe {}), \
+             over the memory limit of {}: make the model, the context or the batch smaller",
+            human(e.total),
+            human(e.params),
+            human(e.optimizer),
+            human(e.activations),
+            human(e.rollback),
+            human(e.probe),
+            human(budget)
+        )));
+    }
+    Ok(e)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Cache, Grads, Model};
+
+    #[test]
+    fn parameter_count_matches_the_layout() {
+        for (d_model, heads, layers, d_ff, context, vocab) in [(32, 4, 2, 128, 32, 27), (48, 3, 1, 80, 7, 11)] {
+            let m = ModelConfig { d_model, heads, layers, d_ff, context, vocab, ..ModelConfig::default() };
+            let model = Model::<f32>::new(m.clone()).unwrap();
+            assert_eq!(param_count(&m).unwrap(), model.num_params() as u64);
+        }
+    }
+
+    #[test]
+    fn activation_count_matches_the_allocations() {
+        let m = ModelConfig { d_model: 16, heads: 2, layers: 3, d_ff: 40, context: 9, vocab: 13, ..ModelConfig::default() };
+        let model = Model::<f32>::new(m.clone()).unwrap();
+        let b = 5;
+        let cache = Cache::<f32>::new(&m, b);
+        let grads = Grads::new(&model, b);
+        let real = cache.floats() + grads.floats() - model.num_params();
+        assert_eq!(activation_floats(&m, b as u64).unwrap() as usize, real);
+    }
+
+    #[test]
+    fn the_sizes_of_the_bug_report_are_refused_with_both_numbers() {
+        let mut cfg = TrainConfig::browser_default();
+        cfg.model = ModelConfig { d_model: 1024, heads: 1024, layers: 32, context: 1024, vocab: 27, ..cfg.model };
+        cfg.batch = 1024;
+        let msg = check(&cfg, 0, 1 << 30).unwrap_err().to_string();
+        assert!(msg.contains("over the memory limit of 1.0 GiB") && msg.contains("TiB"), "{msg}");
+        cfg.model = ModelConfig { d_model: 512, heads: 8, layers: 8, context: 256, ..cfg.model };
+        cfg.batch = 32;
+        assert!(check(&cfg, 0, 1 << 30).is_err());
+        assert!(check(&TrainConfig { model: ModelConfig { vocab: 27, ..TrainConfig::browser_default().model }, ..TrainConfig::browser_default() }, 16 << 20, 1 << 30).is_ok());
+    }
+
+    #[test]
+    fn human_sizes() {
+        assert_eq!(human(512), "512 B");
+        assert_eq!(human(3 << 20), "3.0 MiB");
+    }
+}

@@ -1,0 +1,325 @@
+//! One lab session: an [`Experiment`] trained step by step on the CPU or the GPU, with everything
+//! the page, the CLI and scripts show. The page's worker, `lab train` and `window.spherewalk` all
+//! drive this one type, so the same experiment gives the same numbers everywhere:
+//!
+//! - the schedule is in steps, never in wall-clock time: validation every `eval_every` steps, probe
+//!   frames every `probe.every` steps (decimated deterministically when the history is full);
+//! - a non-finite loss pauses the run at its last good state (the state before the last step that
+//!   went well: a step with a huge learning rate leaves finite weights that overflow at the next
+//!   forward pass) and says which learning rate did it, on every backend;
+//! - a lost GPU device continues on the CPU from the exact state (`runner`).
+//!
+//! The session is async because the GPU is; natively `gpu::block_on` drives it.
+
+pub mod experiment;
+pub mod panels;
+pub mod runner;
+pub mod summary;
+
+use serde::{Deserialize, Serialize};
+
+use crate::baseline::BaselineLoss;
+use crate::checkpoint::Snapshot;
+use crate::error::{Error, Result};
+use crate::optim::second_order::Diagnostics;
+use crate::science::probe::Probe;
+use crate::train::Trainer;
+
+pub use experiment::{BackendChoice, Experiment, ProbeSchedule};
+pub use panels::{Brownian, EntropyPoint, Panels};
+pub use runner::Runner;
+pub use summary::Summary;
+
+/// One point of the K-FAC / CG-FAC diagnostics history.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DiagPoint {
+    pub step: usize,
+    pub mean_iterations: f64,
+    pub max_residual: f64,
+    pub damping: f32,
+    pub fallbacks_total: u64,
+}
+
+impl DiagPoint {
+    pub fn of(d: &Diagnostics, step: usize) -> DiagPoint {
+        let n = d.layers.len().max(1) as f64;
+        DiagPoint {
+            step,
+            mean_iterations: d.layers.iter().map(|l| l.cg.iterations as f64).sum::<f64>() / n,
+            max_residual: d.layers.iter().map(|l| l.cg.rel_residual).fold(0.0, f64::max),
+            damping: d.damping,
+            fallbacks_total: d.fallbacks_total,
+        }
+    }
+}
+
+/// The curves of a run: what the loss chart, the export and a saved run hold.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Metrics {
+    /// (completed steps, training loss of that step)
+    pub train: Vec<(usize, f32)>,
+    /// (completed steps, validation loss after them)
+    pub val: Vec<(usize, f32)>,
+    pub diagnostics: Vec<DiagPoint>,
+}
+
+impl Metrics {
+    fn forget_after(&mut self, step: usize) {
+        self.train.retain(|p| p.0 <= step);
+        self.val.retain(|p| p.0 <= step);
+        self.diagnostics.retain(|p| p.step <= step);
+    }
+}
+
+/// What one call to [`Session::step`] did.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Progress {
+    /// One step: its training loss, and the validation loss when one was due.
+    Stepped { step: usize, loss: f32, val: Option<f32>, recorded: bool },
+    /// The run has all its steps.
+    Done,
+    /// A non-finite loss or gradient: the run went back to step `kept` and waits (a lower
+    /// learning rate, then `step` again).
+    NonFinite { message: String, kept: usize },
+}
+
+pub struct Session {
+    exp: Experiment,
+    runner: Runner,
+    probe: Probe,
+    /// Entropy of every probe frame, in step with the probe's (decimated) history.
+    entropy: Vec<EntropyPoint>,
+    metrics: Metrics,
+    baselines: BaselineLoss,
+    symbols: Vec<String>,
+    /// On the CPU, the state before the last step that went well: where a non-finite loss goes back to.
+    rollback: Option<Snapshot>,
+    /// The backend line: where the run is and why.
+    backend: String,
+    notices: Vec<String>,
+    components: Vec<Option<Vec<f64>>>,
+}
+
+impl Session {
+    /// A new run of `exp`, refused with a message when it does not fit `budget` bytes.
+    pub async fn new(exp: Experiment, budget: u64) -> Result<Session> {
+        // Before any allocation; the vocabulary, known once the data is, is checked again at start.
+        let mut early = exp.clone();
+        early.train.model.vocab = early.train.model.vocab.max(1);
+        early.validate(budget)?;
+        let trainer = Trainer::new(exp.train.clone())?;
+        Self::start(exp, trainer, budget, Metrics::default()).await
+    }
+
+    /// Continues the run `snap` (a checkpoint, a saved run, an uploaded model) with its metrics.
+    pub async fn restore(mut exp: Experiment, snap: Snapshot, metrics: Metrics, budget: u64) -> Result<Session> {
+        exp.train = snap.config.clone();
+        exp.validate(budget)?;
+        let trainer = Trainer::restore(snap)?;
+        Self::start(exp, trainer, budget, metrics).await
+    }
+
+    async fn start(mut exp: Experiment, trainer: Trainer, budget: u64, mut metrics: Metrics) -> Result<Session> {
+        // The vocabulary is known once the data is.
+        exp.train = trainer.config().clone();
+        exp.validate(budget)?;
+        let cfg = trainer.config();
+        let probe = Probe::on_validation(&cfg.model, trainer.data(), exp.probe.rows, exp.probe.config(cfg.steps))?;
+        let symbols = probe.tokens()[..cfg.model.context].iter().map(|&t| trainer.data().decode(&[t])).collect();
+        let baselines = trainer.baselines();
+        let step = trainer.step_count();
+        metrics.forget_after(step);
+        let choice = exp.backend;
+        let (runner, backend) = Runner::new(trainer, choice).await?;
+        let mut s = Session {
+            exp,
+            runner,
+            probe,
+            entropy: Vec::new(),
+            metrics,
+            baselines,
+            symbols,
+            rollback: None,
+            backend: String::new(),
+            notices: Vec::new(),
+            components: Vec::new(),
+        };
+        s.set_line(backend, choice);
+        if step == 0 && s.metrics.val.is_empty() {
+            let loss = s.runner.evaluate(&mut s.notices).await?;
+            s.metrics.val.push((0, loss));
+        }
+        s.record(step).await?;
+        Ok(s)
+    }
+
+    /// Records a probe frame at `step` if one is due.
+    async fn record(&mut self, step: usize) -> Result<bool> {
+        if !self.probe.due(step) {
+            return Ok(false);
+        }
+        let model = self.runner.model(&mut self.notices).await?;
+        if !self.probe.record(step, model)? {
+            return Ok(false);
+        }
+        let cfg = self.probe.config();
+        let frames = self.probe.frames();
+        // After a decimation, keep the entropy of the frames kept.
+        self.entropy.retain(|e| frames.iter().any(|f| f.step == e.step));
+        self.entropy.push(EntropyPoint::of(cfg, frames.last().expect("just recorded")));
+        Ok(true)
+    }
+
+    /// One step (with the validation and the probe frame when due).
+    pub async fn step(&mut self) -> Result<Progress> {
+        let total = self.exp.train.steps;
+        let done = self.runner.step_count();
+        if done >= total {
+            return Ok(Progress::Done);
+        }
+        let before = self.runner.cpu().map(Trainer::snapshot);
+        let report = match self.runner.step(&mut self.notices).await {
+            Ok(r) => r,
+            Err(Error::NonFinite { what, step }) => return self.went_non_finite(&what, step),
+            Err(e) => {
+                // The trainer changes nothing on an error; a GPU run is where it was.
+                return Err(e);
+            }
+        };
+        if before.is_some() {
+            self.rollback = before;
+        }
+        let s = report.step;
+        self.metrics.train.push((s, report.loss));
+        if let Some(d) = self.runner.diagnostics() {
+            self.metrics.diagnostics.push(DiagPoint::of(d, s));
+        }
+        let every = self.exp.train.eval_every;
+        let mut val = None;
+        if s == total || (every > 0 && s.is_multiple_of(every)) {
+            match self.runner.evaluate(&mut self.notices).await {
+                Ok(loss) => {
+                    self.metrics.val.push((s, loss));
+                    val = Some(loss);
+                }
+                Err(Error::NonFinite { what, .. }) => return self.went_non_finite(&what, s),
+                Err(e) => return Err(e),
+            }
+        }
+        let recorded = self.record(s).await?;
+        Ok(Progress::Stepped { step: s, loss: report.loss, val, recorded })
+    }
+
+    /// Goes back to the last good state and says why, naming the learning rate.
+    fn went_non_finite(&mut self, what: &str, step: usize) -> Result<Progress> {
+        let target = step.saturating_sub(1);
+        let was_gpu = self.runner.adapter().map(str::to_string);
+        let kept = self.runner.rewind(target, self.rollback.take())?;
+        self.metrics.forget_after(kept);
+        self.probe.forget_after(kept);
+        self.entropy.retain(|e| e.step <= kept);
+        if let Some(adapter) = was_gpu {
+            self.backend = format!("cpu (after a non-finite loss on the GPU {adapter})");
+        }
+        let lr = self.exp.train.lr;
+        let lr = if lr != 0.0 && !(1e-4..1e4).contains(&lr.abs()) { format!("{lr:e}") } else { lr.to_string() };
+        let message = format!(
+            "the {what} is not finite (NaN or infinity) at step {} with learning rate {lr}: training paused. \
+             The state after step {kept} is kept; lower the learning rate and go on.",
+            step + 1
+        );
+        Ok(Progress::NonFinite { message, kept })
+    }
+
+    /// A new base learning rate for the run in progress (weights, optimizer state and step kept).
+    pub async fn set_lr(&mut self, lr: f32) -> Result<()> {
+        let mut snap = self.runner.snapshot().await?;
+        snap.config.lr = lr;
+        snap.config.validate()?;
+        self.replace(snap, self.exp.backend).await?;
+        self.exp.train.lr = lr;
+        self.rollback = None;
+        Ok(())
+    }
+
+    /// Moves the run to `choice`, from its exact state.
+    pub async fn set_backend(&mut self, choice: BackendChoice) -> Result<()> {
+        let snap = self.runner.snapshot().await?;
+        self.replace(snap, choice).await?;
+        self.exp.backend = choice;
+        Ok(())
+    }
+
+    async fn replace(&mut self, snap: Snapshot, choice: BackendChoice) -> Result<()> {
+        let (runner, line) = Runner::new(Trainer::restore(snap)?, choice).await?;
+        self.runner = runner;
+        self.set_line(line, choice);
+        Ok(())
+    }
+
+    /// Keeps the backend line; a GPU that was asked for and not had is a notice too.
+    fn set_line(&mut self, line: String, choice: BackendChoice) {
+        if choice == BackendChoice::Gpu && self.runner.adapter().is_none() {
+            self.notices.push(format!("{}; training on the CPU", line.trim_start_matches("cpu (").trim_end_matches(')')));
+        }
+        self.backend = line;
+    }
+
+    /// The panels, with the Brownian comparison at `depth`.
+    pub fn panels(&mut self, depth: usize) -> Result<Panels> {
+        let seed = self.exp.train.seed;
+        panels::panels(&self.probe, &self.entropy, self.symbols.clone(), &mut self.components, depth, seed)
+    }
+
+    /// The run's summary: the same fields as the last line of `lab train --json`.
+    pub fn summary(&mut self, wall_s: f64, steps_timed: usize) -> Summary {
+        Summary::of(self, wall_s, steps_timed)
+    }
+
+    /// Everything a checkpoint holds (read back from the GPU when the run is there).
+    pub async fn snapshot(&self) -> Result<Snapshot> {
+        self.runner.snapshot().await
+    }
+
+    pub fn experiment(&self) -> &Experiment {
+        &self.exp
+    }
+    pub fn metrics(&self) -> &Metrics {
+        &self.metrics
+    }
+    pub fn step_count(&self) -> usize {
+        self.runner.step_count()
+    }
+    pub fn is_done(&self) -> bool {
+        self.runner.step_count() >= self.exp.train.steps
+    }
+    pub fn baselines(&self) -> BaselineLoss {
+        self.baselines
+    }
+    pub fn diagnostics(&self) -> Option<&Diagnostics> {
+        self.runner.diagnostics()
+    }
+    pub fn probe(&self) -> &Probe {
+        &self.probe
+    }
+    pub fn entropy(&self) -> &[EntropyPoint] {
+        &self.entropy
+    }
+    /// Where the run is: "cpu", "gpu (adapter)", with the reason when the choice was not honoured.
+    pub fn backend(&self) -> &str {
+        &self.backend
+    }
+    pub fn adapter(&self) -> Option<&str> {
+        self.runner.adapter()
+    }
+    /// Notices since the last call (a failed device, the run moved): for the user.
+    pub fn take_notices(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.notices)
+    }
+    /// Test hook: the runner.
+    pub fn runner_mut(&mut self) -> &mut Runner {
+        &mut self.runner
+    }
+}

@@ -1,0 +1,210 @@
+//! What the page's science panels draw, computed from the session's probe history: the probe row's
+//! tokens on the sphere at every depth (the aligned 3-D PCA, every recorded frame in the live
+//! frame's basis), the attention matrices of the last frame, attention entropy per layer and head
+//! over training, and the "Brownian or not?" comparison with its ghost walkers.
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::ModelConfig;
+use crate::error::Result;
+use crate::science::brownian::Scheme;
+use crate::science::fit::{compare_with_brownian, fit_diffusion};
+use crate::science::markov;
+use crate::science::probe::{Frame, Probe};
+use crate::science::sphere;
+
+/// Attention entropy of the probe rows at one recorded step.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EntropyPoint {
+    pub step: usize,
+    /// Mean row entropy (nats) per layer, over heads and queries.
+    pub layers: Vec<f64>,
+    /// Per layer and head (`layer * heads + head`).
+    pub heads: Vec<f64>,
+}
+
+impl EntropyPoint {
+    pub fn of(cfg: &ModelConfig, frame: &Frame) -> EntropyPoint {
+        let (t, nh) = (cfg.context, cfg.heads);
+        let mut heads = vec![0.0; cfg.layers * nh];
+        for (l, per_layer) in heads.chunks_exact_mut(nh).enumerate() {
+            let att = frame.attention(cfg, l);
+            let rows = att.len() / (nh * t * t);
+            for (i, p) in att.chunks_exact(t * t).enumerate() {
+                let p: Vec<f64> = p.iter().map(|&x| x as f64).collect();
+                per_layer[i % nh] += markov::row_entropy(&p, t).iter().sum::<f64>() / (t * rows) as f64;
+            }
+        }
+        let layers = heads.chunks_exact(nh).map(|h| h.iter().sum::<f64>() / nh as f64).collect();
+        EntropyPoint { step: frame.step, layers, heads }
+    }
+}
+
+/// "Brownian or not?" at one depth: the tokens' motion over training against Brownian motion on
+/// the sphere with the fitted D (`science::fit`), from the same start points.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Brownian {
+    pub depth: usize,
+    pub diffusion: f64,
+    /// `1 - SS_res/SS_tot` of ln E[cos]: negative when a constant explains more than the line.
+    pub r_squared: f64,
+    /// KS distance between the tokens' and the walkers' angles from the start, at the last frame.
+    pub ks: f64,
+    /// Training steps since the first frame.
+    pub times: Vec<f64>,
+    pub mean_cos: Vec<f64>,
+    pub closed_form: Vec<f64>,
+    pub walkers_cos: Vec<f64>,
+    pub msd: Vec<f64>,
+    pub msd_closed_form: Vec<f64>,
+    pub msd_walkers: Vec<f64>,
+    /// The walkers now, in the sphere view's basis (unit 3-vectors, flattened).
+    pub ghosts: Vec<f32>,
+}
+
+/// Everything the panels draw at one moment. The bulk arrays (`sphere`, `attention`) travel to the
+/// page as typed arrays, the rest as a JS object.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Panels {
+    pub step: usize,
+    pub layers: usize,
+    pub heads: usize,
+    pub context: usize,
+    pub d_model: usize,
+    pub vocab: usize,
+    /// The probe row's tokens and their text.
+    pub tokens: Vec<u32>,
+    pub symbols: Vec<String>,
+    /// Recorded steps of the frames in `sphere`, oldest first.
+    pub steps: Vec<usize>,
+    /// Per depth 0..=L: share of the second moment the live 3-D view keeps.
+    pub explained: Vec<f64>,
+    /// Per depth 0..=L, per frame, per token: a unit 3-vector, flattened
+    /// (`((depth * frames + frame) * tokens + token) * 3`).
+    #[serde(skip)]
+    pub sphere: Vec<f32>,
+    /// Per layer and head, the (T, T) attention of the probe row at the last frame, flattened.
+    #[serde(skip)]
+    pub attention: Vec<f32>,
+    pub entropy: Vec<EntropyPoint>,
+    /// None with fewer than three frames; the error says why no comparison could be made.
+    pub brownian: Option<std::result::Result<Brownian, String>>,
+}
+
+impl Panels {
+    /// Frames of sphere points per depth.
+    pub fn frames(&self) -> usize {
+        self.steps.len()
+    }
+
+    /// The probe row's points at `depth` in frame `frame`, as unit 3-vectors.
+    pub fn points(&self, depth: usize, frame: usize) -> Vec<[f64; 3]> {
+        let n = self.context;
+        let start = (depth * self.frames() + frame) * n * 3;
+        self.sphere
+            .get(start..start + n * 3)
+            .unwrap_or(&[])
+            .chunks_exact(3)
+            .map(|p| [p[0] as f64, p[1] as f64, p[2] as f64])
+            .collect()
+    }
+
+    /// The (T, T) attention of `layer`, `head`.
+    pub fn attention_of(&self, layer: usize, head: usize) -> &[f32] {
+        let tt = self.context * self.context;
+        let i = layer * self.heads + head;
+        self.attention.get(i * tt..(i + 1) * tt).unwrap_or(&[])
+    }
+}
+
+/// Projects raw (N, dim) points on `components` ((3, dim) row-major), onto the unit sphere.
+fn apply(components: &[f64], dim: usize, points: &[f64], out: &mut Vec<f32>) {
+    for p in points.chunks_exact(dim) {
+        let mut y = [0.0; 3];
+        for (yi, c) in y.iter_mut().zip(components.chunks_exact(dim)) {
+            *yi = c.iter().zip(p).map(|(a, b)| a * b).sum();
+        }
+        let n = (y[0] * y[0] + y[1] * y[1] + y[2] * y[2]).sqrt();
+        out.extend(y.iter().map(|v| if n > 0.0 { (v / n) as f32 } else { 0.0 }));
+    }
+}
+
+/// The panels of `probe`'s history. `components` carries each depth's live basis from one call to
+/// the next (so the view does not flip); `brownian_depth` is the depth the Brownian panel analyses.
+pub fn panels(
+    probe: &Probe,
+    entropy: &[EntropyPoint],
+    symbols: Vec<String>,
+    components: &mut Vec<Option<Vec<f64>>>,
+    brownian_depth: usize,
+    seed: u64,
+) -> Result<Panels> {
+    let cfg = probe.config();
+    let frames = probe.frames();
+    let dim = cfg.d_model;
+    let row = cfg.context; // the first probe row
+    components.resize(cfg.layers + 1, None);
+    let mut out = Panels {
+        step: frames.last().map_or(0, |f| f.step),
+        layers: cfg.layers,
+        heads: cfg.heads,
+        context: cfg.context,
+        d_model: dim,
+        vocab: cfg.vocab,
+        tokens: probe.tokens()[..row].to_vec(),
+        symbols,
+        steps: frames.iter().map(|f| f.step).collect(),
+        entropy: entropy.to_vec(),
+        ..Panels::default()
+    };
+    let Some(last) = frames.last() else { return Ok(out) };
+    let mut bases = Vec::with_capacity(cfg.layers + 1);
+    for depth in 0..=cfg.layers {
+        let live: Vec<f64> = last.sphere(cfg, depth)[..row * dim].iter().map(|&x| x as f64).collect();
+        let p = sphere::project3(&live, dim, components[depth].as_deref())?;
+        out.explained.push(p.explained.iter().sum());
+        for f in frames {
+            let raw: Vec<f64> = f.sphere(cfg, depth)[..row * dim].iter().map(|&x| x as f64).collect();
+            apply(&p.components, dim, &raw, &mut out.sphere);
+        }
+        components[depth] = Some(p.components.clone());
+        bases.push(p.components);
+    }
+    let tt = cfg.context * cfg.context;
+    for l in 0..cfg.layers {
+        // Row 0 of (rows, NH, T, T): the first NH matrices.
+        out.attention.extend_from_slice(&last.attention(cfg, l)[..cfg.heads * tt]);
+    }
+    if frames.len() >= 3 {
+        let depth = brownian_depth.min(cfg.layers);
+        out.brownian = Some(brownian(probe, depth, &bases[depth], seed).map_err(|e| e.to_string()));
+    }
+    Ok(out)
+}
+
+/// The Brownian comparison of the probe row's tokens at `depth` over every recorded frame.
+fn brownian(probe: &Probe, depth: usize, basis: &[f64], seed: u64) -> Result<Brownian> {
+    let cfg = probe.config();
+    let (dim, row) = (cfg.d_model, cfg.context);
+    let (frames, times) = probe.trajectory(depth, 0..probe.frames().len())?;
+    let frames: Vec<Vec<f64>> = frames.into_iter().map(|f| f[..row * dim].to_vec()).collect();
+    let fit = fit_diffusion(&frames, &times, dim)?;
+    let cmp = compare_with_brownian(&frames, &times, &fit, Scheme::EulerMaruyama, seed)?;
+    let process = crate::science::brownian::SphereBm { dim, radius: fit.radius, diffusion: fit.diffusion };
+    let mut ghosts = Vec::new();
+    apply(basis, dim, &cmp.walkers, &mut ghosts);
+    Ok(Brownian {
+        depth,
+        diffusion: fit.diffusion,
+        r_squared: fit.r_squared,
+        ks: cmp.frames.last().map_or(f64::NAN, |c| c.ks),
+        msd_closed_form: fit.times.iter().map(|&t| process.chord_msd(t)).collect(),
+        times: fit.times,
+        mean_cos: fit.mean_cos,
+        closed_form: fit.fitted_cos,
+        walkers_cos: cmp.frames.iter().map(|c| c.mean_cos_walkers).collect(),
+        msd: cmp.frames.iter().map(|c| c.msd_points).collect(),
+        msd_walkers: cmp.frames.iter().map(|c| c.msd_walkers).collect(),
+        ghosts,
+    })
+}

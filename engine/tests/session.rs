@@ -1,0 +1,287 @@
+//! The session behind the page, the CLI and scripts: numbers equal to the plain trainer's, a probe
+//! schedule in steps, pause-and-keep on a non-finite loss on the CPU and the GPU, the memory budget,
+//! and the backend policy with its failover (natively on lavapipe).
+
+use engine::config::{ModelConfig, OptimizerConfig, TrainConfig};
+use engine::gpu::{block_on, GpuContext, GpuError};
+use engine::science::cache;
+use engine::session::{BackendChoice, Experiment, Metrics, Progress, Runner, Session};
+use engine::Trainer;
+
+const BUDGET: u64 = 1 << 30;
+
+fn config(optimizer: OptimizerConfig, steps: usize) -> TrainConfig {
+    let mut cfg = TrainConfig::browser_default();
+    cfg.model = ModelConfig { d_model: 32, heads: 4, layers: 2, d_ff: 72, context: 24, ..cfg.model };
+    cfg.batch = 3;
+    cfg.steps = steps;
+    cfg.eval_every = 4;
+    cfg.optimizer = optimizer;
+    cfg
+}
+
+fn experiment(cfg: TrainConfig, backend: BackendChoice) -> Experiment {
+    let mut exp = Experiment::new(cfg);
+    exp.backend = backend;
+    exp.probe.every = 3;
+    exp
+}
+
+fn run_to_end(s: &mut Session) -> Vec<Progress> {
+    let mut out = Vec::new();
+    loop {
+        match block_on(s.step()).unwrap() {
+            Progress::Done => return out,
+            p => out.push(p),
+        }
+    }
+}
+
+fn ctx() -> GpuContext {
+    block_on(GpuContext::new()).expect("GPU tests need an adapter (apt-get install mesa-vulkan-drivers)")
+}
+
+/// max |a - b| / (1 + |b|).
+fn max_err(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| (x - y).abs() / (1.0 + y.abs())).fold(0.0, f32::max)
+}
+
+#[test]
+fn a_session_trains_exactly_as_the_trainer_and_records_on_its_step_schedule() {
+    let cfg = config(OptimizerConfig::adam(), 14);
+    let mut reference = Trainer::new(cfg.clone()).unwrap();
+    let mut expected = Vec::new();
+    let mut expected_val = vec![(0, reference.evaluate().unwrap())];
+    for _ in 0..14 {
+        let r = reference.step().unwrap();
+        expected.push((r.step, r.loss));
+        if r.step % 4 == 0 || r.step == 14 {
+            expected_val.push((r.step, reference.evaluate().unwrap()));
+        }
+    }
+    let mut s = block_on(Session::new(experiment(cfg, BackendChoice::Cpu), BUDGET)).unwrap();
+    let progress = run_to_end(&mut s);
+    assert_eq!(progress.len(), 14);
+    assert_eq!(s.metrics().train, expected, "bit-identical training losses");
+    assert_eq!(s.metrics().val, expected_val);
+    let steps: Vec<usize> = s.probe().frames().iter().map(|f| f.step).collect();
+    assert_eq!(steps, vec![0, 3, 6, 9, 12], "frames every 3 steps from step 0");
+    // The last frame's entropy equals the model's own per-layer entropy on the probe row.
+    let cfg = s.probe().config().clone();
+    let last = s.entropy().last().unwrap();
+    assert_eq!(last.step, 12);
+    let mut probe = engine::science::probe::Probe::on_validation(
+        &cfg,
+        &engine::data::Dataset::new(&s.experiment().train.data, cfg.context, s.experiment().train.seed).unwrap(),
+        1,
+        Default::default(),
+    )
+    .unwrap();
+    let mut at12 = Trainer::new(s.experiment().train.clone()).unwrap();
+    for _ in 0..12 {
+        at12.step().unwrap();
+    }
+    probe.observe(at12.model()).unwrap();
+    for l in 0..cfg.layers {
+        let want = cache::layer_entropy(&cfg, probe.cache(), l).unwrap();
+        assert!((last.layers[l] - want).abs() < 1e-9, "layer {l}: {} vs {want}", last.layers[l]);
+    }
+    // The panels: unit points for every frame and depth, rows of attention that sum to one.
+    let p = s.panels(0).unwrap();
+    assert_eq!(p.steps, steps);
+    assert_eq!(p.sphere.len(), (cfg.layers + 1) * steps.len() * cfg.context * 3);
+    for v in p.sphere.chunks_exact(3) {
+        let n = (v[0] * v[0] + v[1] * v[1] + v[2] * v[2]).sqrt();
+        assert!((n - 1.0).abs() < 1e-5, "{v:?}");
+    }
+    let t = cfg.context;
+    let att = p.attention_of(1, 3);
+    assert_eq!(att, &s.probe().frames()[4].attention(&cfg, 1)[3 * t * t..4 * t * t]);
+    let b = p.brownian.unwrap().unwrap();
+    assert_eq!((b.times.len(), b.ghosts.len()), (4, t * 3));
+    assert!(b.diffusion > 0.0 && (0.0..=1.0).contains(&b.ks));
+}
+
+#[test]
+fn the_same_experiment_gives_the_same_numbers_and_history_stays_bounded() {
+    let cfg = config(OptimizerConfig::adam(), 60);
+    let mut exp = experiment(cfg, BackendChoice::Cpu);
+    exp.probe.every = 1;
+    let per = engine::science::probe::Probe::frame_bytes(&exp.train.model, 1) as u64;
+    exp.probe.budget_bytes = (10 * per) as usize;
+    let summaries: Vec<String> = (0..2)
+        .map(|_| {
+            let mut s = block_on(Session::new(exp.clone(), BUDGET)).unwrap();
+            run_to_end(&mut s);
+            assert!(s.probe().frames().len() <= 10);
+            assert_eq!(s.entropy().len(), s.probe().frames().len(), "entropy follows the decimation");
+            let mut v = serde_json::to_value(s.summary(1.0, 60)).unwrap();
+            v["wall_s"] = 0.into();
+            v["tokens_per_s"] = 0.into();
+            v.to_string()
+        })
+        .collect();
+    assert_eq!(summaries[0], summaries[1]);
+    assert!(summaries[0].contains("\"probe_every\":8"), "{}", summaries[0]);
+}
+
+#[test]
+fn a_non_finite_loss_pauses_at_the_last_good_state_and_a_new_rate_goes_on() {
+    for backend in [BackendChoice::Cpu, BackendChoice::Gpu] {
+        let mut cfg = config(OptimizerConfig::adam(), 12);
+        cfg.lr = 1e30;
+        let mut s = block_on(Session::new(experiment(cfg, backend), BUDGET)).unwrap();
+        let stop = loop {
+            match block_on(s.step()).unwrap() {
+                Progress::NonFinite { message, kept } => break (message, kept),
+                Progress::Done => panic!("{backend:?}: lr 1e30 trained to the end"),
+                Progress::Stepped { .. } => {}
+            }
+        };
+        let (message, kept) = stop;
+        assert!(message.contains("with learning rate 1e30: training paused"), "{message}");
+        assert!(message.contains(&format!("The state after step {kept} is kept")), "{message}");
+        assert_eq!(s.step_count(), kept);
+        assert!(s.metrics().train.iter().all(|p| p.1.is_finite() && p.0 <= kept));
+        let snap = block_on(s.snapshot()).unwrap();
+        assert!(snap.params.iter().all(|p| p.is_finite() && p.abs() < 1e6), "{backend:?}: the kept weights are sane");
+        block_on(s.set_lr(3e-3)).unwrap();
+        let progress = run_to_end(&mut s);
+        assert!(progress.iter().all(|p| matches!(p, Progress::Stepped { loss, .. } if loss.is_finite())));
+        assert_eq!(s.step_count(), 12);
+    }
+}
+
+#[test]
+fn runs_over_the_memory_budget_are_refused_before_allocating() {
+    let mut cfg = config(OptimizerConfig::adam(), 2);
+    cfg.model = ModelConfig { d_model: 1024, heads: 1024, layers: 32, context: 1024, ..cfg.model };
+    cfg.batch = 1024;
+    let msg = block_on(Session::new(experiment(cfg, BackendChoice::Cpu), BUDGET)).err().unwrap().to_string();
+    assert!(msg.contains("over the memory limit of 1.0 GiB"), "{msg}");
+    let small = block_on(Session::new(experiment(config(OptimizerConfig::adam(), 2), BackendChoice::Cpu), 1 << 20));
+    assert!(small.err().unwrap().to_string().contains("over the memory limit of 1.0 MiB"));
+}
+
+/// The device is lost after `lose_after` GPU steps; the run must end where an uninterrupted CPU
+/// run ends.
+fn lost_device(optimizer: OptimizerConfig) {
+    let is_cgfac = matches!(optimizer, OptimizerConfig::CgFac(_));
+    let (total, sync_every, lose_after) = (9, 3, 5);
+    let cfg = config(optimizer, total);
+    let mut reference = Trainer::new(cfg.clone()).unwrap();
+    let expected: Vec<f32> = (0..total).map(|_| reference.step().unwrap().loss).collect();
+
+    let (mut runner, line) =
+        Runner::with_context(Trainer::new(cfg).unwrap(), BackendChoice::Gpu, Ok(ctx())).unwrap();
+    assert!(line.starts_with("gpu ("), "{line}");
+    runner.set_sync_every(sync_every);
+    let mut notices = Vec::new();
+    let mut losses = Vec::new();
+    for _ in 0..lose_after {
+        losses.push(block_on(runner.step(&mut notices)).unwrap().loss);
+    }
+    runner.gpu_context().unwrap().device.destroy();
+    while runner.step_count() < total {
+        losses.push(block_on(runner.step(&mut notices)).unwrap().loss);
+    }
+    assert!(runner.adapter().is_none(), "the run moved to the CPU");
+    assert_eq!(notices.len(), 1, "{notices:?}");
+    assert!(notices[0].contains("copy at step 3 plus 2 steps recomputed"), "{}", notices[0]);
+    let el = max_err(&losses, &expected);
+    let snap = block_on(runner.snapshot()).unwrap();
+    let pe = max_err(&snap.params, &reference.model().params);
+    assert_eq!(snap.step, total);
+    assert!(el < 1e-5, "losses differ by {el}");
+    assert!(pe < 1e-3, "parameters differ by {pe}");
+    if is_cgfac {
+        // The CPU continued from the GPU's CG-FAC state, so its counters carry on.
+        let (d, r) = (runner.diagnostics().unwrap(), reference.diagnostics().unwrap());
+        assert_eq!(d.fallbacks_total, r.fallbacks_total);
+    }
+    let ev = (block_on(runner.evaluate(&mut notices)).unwrap() - reference.evaluate().unwrap()).abs();
+    assert!(ev < 1e-4, "validation losses differ by {ev}");
+}
+
+#[test]
+fn a_lost_device_continues_on_the_cpu_with_the_adam_state() {
+    lost_device(OptimizerConfig::adam());
+}
+
+#[test]
+fn a_lost_device_continues_on_the_cpu_with_the_sgd_state() {
+    lost_device(OptimizerConfig::Sgd { momentum: 0.9, weight_decay: 0.01 });
+}
+
+#[test]
+fn a_lost_device_continues_on_the_cpu_with_the_cgfac_state() {
+    lost_device(OptimizerConfig::named("cgfac").unwrap());
+}
+
+#[test]
+fn a_model_past_the_buffer_limit_runs_on_the_cpu() {
+    let cpu = Trainer::new(config(OptimizerConfig::adam(), 2)).unwrap();
+    // The weights alone are over 64 KiB.
+    let small = block_on(GpuContext::with_max_buffer(64 << 10)).unwrap();
+    let (mut runner, line) = Runner::with_context(cpu, BackendChoice::Gpu, Ok(small)).unwrap();
+    assert!(line.starts_with("cpu (the GPU ") && line.contains("over the adapter's limit"), "{line}");
+    assert!(runner.adapter().is_none());
+    block_on(runner.step(&mut Vec::new())).unwrap();
+}
+
+#[test]
+fn auto_takes_a_hardware_gpu_only_and_without_an_adapter_the_cpu_says_why() {
+    let cfg = config(OptimizerConfig::adam(), 2);
+    let none = || Err(GpuError::NoAdapter("none here".into()));
+    let (runner, line) =
+        Runner::with_context(Trainer::new(cfg.clone()).unwrap(), BackendChoice::Auto, none()).unwrap();
+    assert!(runner.adapter().is_none() && line.starts_with("cpu (auto: no GPU adapter"), "{line}");
+    let (runner, line) = Runner::with_context(Trainer::new(cfg.clone()).unwrap(), BackendChoice::Gpu, none()).unwrap();
+    assert!(runner.adapter().is_none() && line.starts_with("cpu (no GPU adapter: none here"), "{line}");
+    // lavapipe is a software adapter: auto keeps the CPU and says why; gpu takes it as asked.
+    let ctx = ctx();
+    assert!(ctx.is_software(), "this test expects lavapipe");
+    let (runner, line) = Runner::with_context(Trainer::new(cfg.clone()).unwrap(), BackendChoice::Auto, Ok(ctx)).unwrap();
+    assert!(runner.adapter().is_none() && line.contains("the GPU adapter llvmpipe") && line.contains("is software, slower than the CPU path"), "{line}");
+    let (runner, _) = Runner::with_context(Trainer::new(cfg).unwrap(), BackendChoice::Gpu, Ok(self::ctx())).unwrap();
+    assert!(runner.adapter().is_some());
+}
+
+#[test]
+fn cgfac_runs_on_the_gpu_and_kfac_stays_on_the_cpu_with_a_notice() {
+    let cfg = config(OptimizerConfig::named("cgfac").unwrap(), 2);
+    let (mut runner, line) = Runner::with_context(Trainer::new(cfg).unwrap(), BackendChoice::Gpu, Ok(ctx())).unwrap();
+    assert!(line.starts_with("gpu ("), "{line}");
+    block_on(runner.step(&mut Vec::new())).unwrap();
+    assert_eq!(runner.diagnostics().unwrap().layers.len(), 2 * 6 + 1, "every linear layer reports");
+    let cfg = config(OptimizerConfig::named("kfac").unwrap(), 2);
+    let mut s = block_on(Session::new(experiment(cfg, BackendChoice::Gpu), BUDGET)).unwrap();
+    assert!(s.adapter().is_none() && s.backend().contains("runs AdamW, SGD and CG-FAC"), "{}", s.backend());
+    let notices = s.take_notices();
+    assert!(notices.len() == 1 && notices[0].ends_with("; training on the CPU"), "{notices:?}");
+    assert!(matches!(block_on(s.step()).unwrap(), Progress::Stepped { .. }));
+}
+
+#[test]
+fn a_session_moves_between_backends_from_the_exact_state() {
+    let cfg = config(OptimizerConfig::adam(), 8);
+    let mut reference = block_on(Session::new(experiment(cfg.clone(), BackendChoice::Cpu), BUDGET)).unwrap();
+    run_to_end(&mut reference);
+    let mut s = block_on(Session::new(experiment(cfg, BackendChoice::Gpu), BUDGET)).unwrap();
+    assert!(s.backend().starts_with("gpu ("), "{}", s.backend());
+    for _ in 0..4 {
+        block_on(s.step()).unwrap();
+    }
+    block_on(s.set_backend(BackendChoice::Cpu)).unwrap();
+    assert_eq!((s.backend(), s.step_count()), ("cpu", 4));
+    run_to_end(&mut s);
+    let (a, b) = (s.metrics().train.clone(), reference.metrics().train.clone());
+    let (a, b): (Vec<f32>, Vec<f32>) = (a.iter().map(|p| p.1).collect(), b.iter().map(|p| p.1).collect());
+    assert!(max_err(&a, &b) < 1e-5, "{a:?} vs {b:?}");
+    // A restored session goes on from the snapshot with its metrics.
+    let snap = block_on(s.snapshot()).unwrap();
+    let restored =
+        block_on(Session::restore(s.experiment().clone(), snap, s.metrics().clone(), BUDGET)).unwrap();
+    assert_eq!((restored.step_count(), restored.metrics()), (8, &s.metrics().clone()));
+    let _ = Metrics::default();
+}
