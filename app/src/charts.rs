@@ -62,6 +62,19 @@ pub fn draw_lines(
     x_max: f64,
     dark: bool,
 ) -> Result<(), String> {
+    draw_lines_against(canvas, caption, "step", y_desc, lines, x_max, dark)
+}
+
+/// Draws `lines` against `x_desc` from 0 to x_max.
+pub fn draw_lines_against(
+    canvas: HtmlCanvasElement,
+    caption: &str,
+    x_desc: &str,
+    y_desc: &str,
+    lines: &[Line],
+    x_max: f64,
+    dark: bool,
+) -> Result<(), String> {
     let theme = Theme::new(dark);
     let backend =
         CanvasBackend::with_canvas_object(canvas).ok_or_else(|| "the canvas has no 2D context".to_string())?;
@@ -80,11 +93,11 @@ pub fn draw_lines(
         .configure_mesh()
         .light_line_style(theme.grid.mix(0.35))
         .bold_line_style(theme.grid)
-        .x_label_formatter(&|x| format!("{x:.0}"))
+        .x_label_formatter(&|x| if x_max < 10.0 { format!("{x:.1}") } else { format!("{x:.0}") })
         .y_label_formatter(&|y| format!("{y:.2}"))
         .axis_style(theme.fg)
         .label_style(("sans-serif", 13).into_font().color(&theme.fg))
-        .x_desc("step")
+        .x_desc(x_desc)
         .y_desc(y_desc)
         .draw()
         .map_err(|e| e.to_string())?;
@@ -123,6 +136,7 @@ pub fn draw_lines(
 /// The loss chart's lines: earlier runs (thin, faded), this run's training loss, validation points.
 pub fn loss_lines(
     train: &[(usize, f32)],
+    train_label: &str,
     val: &[(usize, f32)],
     earlier: &[(String, Vec<(usize, f32)>)],
     dark: bool,
@@ -140,7 +154,7 @@ pub fn loss_lines(
             dots: false,
         })
         .collect();
-    lines.push(Line { label: "train loss".into(), color: PALETTE[0], width: 2, points: pts(train), dots: false });
+    lines.push(Line { label: train_label.into(), color: PALETTE[0], width: 2, points: pts(train), dots: false });
     lines.push(Line { label: "validation loss".into(), color: PALETTE[1], width: 2, points: pts(val), dots: true });
     lines
 }

@@ -19,7 +19,8 @@ pub fn now_ms() -> f64 {
 /// Waits `ms` milliseconds without blocking.
 pub async fn sleep(ms: f64) {
     let promise = Promise::new(&mut |resolve, _| {
-        let set_timeout = Reflect::get(&js_sys::global(), &"setTimeout".into()).ok().and_then(|f| f.dyn_into::<Function>().ok());
+        let set_timeout =
+            Reflect::get(&js_sys::global(), &"setTimeout".into()).ok().and_then(|f| f.dyn_into::<Function>().ok());
         if let Some(f) = set_timeout {
             let _ = f.call2(&JsValue::NULL, &resolve, &JsValue::from_f64(ms.max(0.0)));
         }
@@ -27,11 +28,13 @@ pub async fn sleep(ms: f64) {
     let _ = JsFuture::from(promise).await;
 }
 
+/// The port [`yield_now`] posts to, and the resolver its message calls.
+type Channel = (web_sys::MessagePort, std::rc::Rc<RefCell<Option<Function>>>);
+
 thread_local! {
     /// A message channel whose messages resume [`yield_now`]: unlike `setTimeout(0)` it is not
     /// clamped to 4 ms when nested.
-    static CHANNEL: RefCell<Option<(web_sys::MessagePort, std::rc::Rc<RefCell<Option<Function>>>)>> =
-        const { RefCell::new(None) };
+    static CHANNEL: RefCell<Option<Channel>> = const { RefCell::new(None) };
 }
 
 /// Lets the event loop run (incoming messages are handled) and resumes at once after.

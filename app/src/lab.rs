@@ -159,6 +159,10 @@ pub struct Lab {
     /// The file download asked of the worker.
     pub download: RwSignal<Option<Download>>,
     pub model_msg: RwSignal<Option<Result<String, String>>>,
+    /// The entrants of a race in progress (empty: no race); entrant 0 is this page's own run.
+    pub race: RwSignal<Vec<crate::race::Entrant>>,
+    /// Bumped whenever the page replaces the run: events of older runs are dropped.
+    pub epoch: RwSignal<u64>,
 }
 
 impl Lab {
@@ -194,6 +198,8 @@ impl Lab {
             summary: RwSignal::new(None),
             download: RwSignal::new(None),
             model_msg: RwSignal::new(None),
+            race: RwSignal::new(Vec::new()),
+            epoch: RwSignal::new(0),
         };
         lab.spawn_worker();
         lab
@@ -204,7 +210,8 @@ impl Lab {
         let worker = match web_sys::Worker::new(WORKER_URL) {
             Ok(w) => w,
             Err(e) => {
-                self.crashed.set(Some(format!("the training worker could not start: {}", spherewalk::js::error_text(&e))));
+                self.crashed
+                    .set(Some(format!("the training worker could not start: {}", spherewalk::js::error_text(&e))));
                 return;
             }
         };
@@ -218,7 +225,13 @@ impl Lab {
         worker.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
         worker.set_onerror(Some(on_error.as_ref().unchecked_ref()));
         let old = CLIENT.with_borrow_mut(|c| {
-            c.replace(Client { worker, ready: false, pending: Vec::new(), _on_message: on_message, _on_error: on_error })
+            c.replace(Client {
+                worker,
+                ready: false,
+                pending: Vec::new(),
+                _on_message: on_message,
+                _on_error: on_error,
+            })
         });
         if let Some(old) = old {
             old.worker.terminate();
@@ -229,7 +242,10 @@ impl Lab {
     }
 
     fn send_with(self, cmd: Command, bulk: Vec<JsValue>) {
-        let (msg, transfer) = match protocol::encode(&cmd, bulk) {
+        if matches!(cmd, Command::Create { .. } | Command::Reset | Command::ResumeSaved | Command::LoadModel { .. }) {
+            self.epoch.update_untracked(|e| *e += 1);
+        }
+        let (msg, transfer) = match protocol::encode_at(&cmd, bulk, self.epoch.get_untracked()) {
             Ok(m) => m,
             Err(e) => return self.error.set(Some(e)),
         };
@@ -253,7 +269,9 @@ impl Lab {
         web_sys::console::error_1(&format!("Spherewalk: the training worker crashed: {what}").into());
         let kept = self.saved_step.get_untracked();
         let offer = match kept {
-            Some(step) => format!("The last saved state (step {step}) is kept: press \"Restart and resume\" to go on from it."),
+            Some(step) => {
+                format!("The last saved state (step {step}) is kept: press \"Restart and resume\" to go on from it.")
+            }
             None => "Nothing was saved yet; press \"Restart and resume\" to start the worker again.".into(),
         };
         self.crashed.set(Some(format!("The training worker crashed ({what}). {offer}")));
@@ -277,8 +295,13 @@ impl Lab {
         if let Some(what) = js_sys::Reflect::get(&data, &"crashed".into()).ok().and_then(|c| c.as_string()) {
             return self.on_crash(what);
         }
+        let current = protocol::epoch_of(&data) == self.epoch.get_untracked();
         match protocol::decode::<Event>(&data) {
-            Ok((event, bulk)) => self.on_event(event, bulk),
+            Ok((event, bulk)) => {
+                if current || matches!(event, Event::Ready { .. } | Event::SavedRun { .. }) {
+                    self.on_event(event, bulk);
+                }
+            }
             Err(e) => web_sys::console::warn_1(&format!("Spherewalk: {e}").into()),
         }
     }
@@ -316,13 +339,23 @@ impl Lab {
                 self.val.set(metrics.val);
                 self.diagnostics.set(metrics.diagnostics);
             }
-            Event::Phase { phase } => self.phase.set(phase),
+            Event::Phase { phase } => {
+                self.phase.set(phase);
+                if phase == Phase::Idle {
+                    // Events of a run reset meanwhile may have arrived first.
+                    self.clear();
+                    self.step.set(0);
+                }
+            }
             Event::Backend { line, adapter } => {
                 self.backend_line.set(backend_line(&line));
                 self.on_gpu.set(adapter);
             }
-            Event::Progress { step, train, val, diagnostics, diag_text, ms_per_step, steps_per_second } => {
+            Event::Progress { step, train, val, diagnostics, diag_text, ms_per_step, steps_per_second, seconds } => {
                 self.step.set(step);
+                if self.race.with_untracked(|r| !r.is_empty()) {
+                    crate::race::own_progress(self, &train, seconds);
+                }
                 if !train.is_empty() {
                     self.train.update(|t| t.extend(train));
                 }
@@ -383,14 +416,20 @@ impl Lab {
     pub fn toggle(self) {
         match self.phase.get_untracked() {
             Phase::Idle | Phase::Done | Phase::Failed => self.create(true),
-            Phase::Running => self.send(Command::Pause),
+            Phase::Running => {
+                self.send(Command::Pause);
+                crate::race::send(Command::Pause);
+            }
             Phase::Paused => {
                 if self.only_lr_changed() {
                     self.send(Command::SetLr { lr: self.settings.get_untracked().lr });
                     self.run_settings.set(Some(self.settings.get_untracked()));
                 }
                 self.error.set(None);
+                // At once, so a second press pauses; the worker's own phase follows.
+                self.phase.set(Phase::Running);
                 self.send(Command::Run);
+                crate::race::send(Command::Run);
             }
         }
     }
@@ -408,6 +447,7 @@ impl Lab {
             Phase::Idle | Phase::Done | Phase::Failed => {
                 self.create(false);
                 self.send(Command::Step { lr: None });
+                crate::race::send(Command::Step { lr: None });
             }
             Phase::Paused => {
                 let lr = self.only_lr_changed().then(|| self.settings.get_untracked().lr);
@@ -415,6 +455,7 @@ impl Lab {
                     self.run_settings.set(Some(self.settings.get_untracked()));
                 }
                 self.send(Command::Step { lr });
+                crate::race::send(Command::Step { lr: None });
             }
         }
     }
@@ -423,6 +464,9 @@ impl Lab {
     pub fn reset(self) {
         self.keep_curve();
         self.clear();
+        crate::race::stop(self);
+        self.race.set(Vec::new());
+        self.phase.set(Phase::Idle);
         self.send(Command::Reset);
         self.saved_step.set(None);
         self.run_settings.set(None);
@@ -477,7 +521,16 @@ impl Lab {
         match self.experiment() {
             Ok(experiment) => {
                 self.error.set(None);
-                self.send(Command::Create { experiment, settings: Some(self.settings.get_untracked()), run });
+                // Pressed twice before the worker answers, Start or Step must not make two runs.
+                self.phase.set(if run { Phase::Running } else { Phase::Paused });
+                if self.settings.with_untracked(|s| s.preset == "race") {
+                    crate::race::start(self, &experiment, run);
+                } else {
+                    crate::race::stop(self);
+                    self.race.set(Vec::new());
+                }
+                let settings = Some(self.settings.get_untracked());
+                self.send(Command::Create { experiment: Box::new(experiment), settings, run });
             }
             Err(e) => {
                 self.error.set(Some(format!("could not start the run: {e}")));

@@ -28,6 +28,7 @@ mod export;
 mod heatmap;
 mod lab;
 mod panels;
+mod race;
 mod script_api;
 mod settings_panel;
 mod sphere_view;
@@ -40,8 +41,8 @@ use crate::heatmap::AttentionPanel;
 use crate::lab::{Download, Lab};
 use crate::panels::{BrownianPanel, DiagnosticsPanel, EntropyPanel, LossPanel};
 use crate::settings_panel::SettingsPanel;
-use spherewalk::protocol::Phase;
 use crate::sphere_view::SphereView;
+use spherewalk::protocol::Phase;
 
 const THEME_KEY: &str = "spherewalk-theme";
 

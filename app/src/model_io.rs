@@ -12,9 +12,9 @@ use engine::params::Layout;
 use engine::TrainConfig;
 use serde::{Deserialize, Serialize};
 
-use engine::session::DiagPoint;
 use crate::persist::Record;
 use crate::settings::Settings;
+use engine::session::DiagPoint;
 
 /// What the saved run holds besides its tensors.
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -48,11 +48,69 @@ fn chart_effect(
     });
 }
 
+/// The race's rivals (entrant 1..) as lines against steps.
+fn rival_lines(lab: Lab) -> Vec<Line> {
+    lab.race.with(|r| {
+        r.iter()
+            .enumerate()
+            .skip(1)
+            .map(|(i, e)| Line {
+                label: format!("train loss, {}", e.label),
+                color: PALETTE[(i + 3) % PALETTE.len()],
+                width: 2,
+                points: e.train.iter().map(|&(s, l)| (s as f64, l as f64)).collect(),
+                dots: false,
+            })
+            .collect()
+    })
+}
+
 #[component]
 pub fn LossPanel(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
     let canvas_ref = NodeRef::<Canvas>::new();
     chart_effect(lab, canvas_ref, dark, "loss (cross-entropy)", "nats", move |dark| {
-        lab.train.with(|t| lab.val.with(|v| lab.earlier.with(|e| charts::loss_lines(t, v, e, dark))))
+        let own = lab.race.with(|r| r.first().map(|e| format!("train loss, {}", e.label)));
+        let mut lines = lab.train.with(|t| {
+            lab.val.with(|v| {
+                lab.earlier.with(|e| charts::loss_lines(t, own.as_deref().unwrap_or("train loss"), v, e, dark))
+            })
+        });
+        lines.extend(rival_lines(lab));
+        lines
+    });
+    let race_ref = NodeRef::<Canvas>::new();
+    Effect::new(move |_| {
+        let dark = dark.get();
+        let Some(canvas) = race_ref.get() else { return };
+        let (lines, x_max) = lab.race.with(|r| {
+            let lines: Vec<Line> = r
+                .iter()
+                .enumerate()
+                .map(|(i, e)| Line {
+                    label: e.label.clone(),
+                    color: if i == 0 { PALETTE[0] } else { PALETTE[(i + 3) % PALETTE.len()] },
+                    width: 2,
+                    points: e.by_time.iter().map(|&(t, l)| (t, l as f64)).collect(),
+                    dots: false,
+                })
+                .collect();
+            let x_max = r.iter().flat_map(|e| e.by_time.last().map(|p| p.0)).fold(0.0, f64::max);
+            (lines, x_max)
+        });
+        if lines.is_empty() {
+            return;
+        }
+        if let Err(e) = charts::draw_lines_against(
+            canvas,
+            "race: training loss against compute time",
+            "seconds",
+            "nats",
+            &lines,
+            x_max.max(0.1),
+            dark,
+        ) {
+            lab.error.set(Some(format!("could not draw the race chart: {e}")));
+        }
     });
     view! {
         <section id="panel-loss" class="panel" aria-labelledby="loss-title">
@@ -77,6 +135,24 @@ pub fn LossPanel(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                 data-train-losses=move || lab.train.with(|t| join_losses(t))
                 data-val-losses=move || lab.val.with(|v| join_losses(v))
             ></canvas>
+            <Show when=move || lab.race.with(|r| !r.is_empty())>
+                <p class="note">
+                    "A race: the entrants train at the same time, each in its own worker, on the same data from the "
+                    "same initial weights. Above against steps (sample efficiency), below against seconds of compute "
+                    "(the second-order step costs more per step)."
+                </p>
+                <PngButton canvas="race-chart" file="spherewalk-race.png" />
+                <canvas
+                    id="race-chart"
+                    node_ref=race_ref
+                    width="760"
+                    height="300"
+                    role="img"
+                    aria-label="training loss of each race entrant against seconds of compute"
+                    data-entrants=move || lab.race.with(|r| r.iter().map(|e| e.label.clone()).collect::<Vec<_>>().join(","))
+                    data-steps=move || lab.race.with(|r| r.iter().map(|e| e.train.len().to_string()).collect::<Vec<_>>().join(","))
+                ></canvas>
+            </Show>
         </section>
     }
 }
@@ -241,13 +317,7 @@ pub fn BrownianPanel(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                 };
                 (
                     vec![
-                        Line {
-                            label: "tokens".into(),
-                            color: PALETTE[0],
-                            width: 2,
-                            points: pts(&a.msd),
-                            dots: true,
-                        },
+                        Line { label: "tokens".into(), color: PALETTE[0], width: 2, points: pts(&a.msd), dots: true },
                         Line {
                             label: "closed form 2R^2(1 - exp(-(n-1)Dt/R^2))".into(),
                             color: PALETTE[1],

@@ -15,29 +15,47 @@ use crate::settings::Settings;
 #[serde(tag = "cmd", rename_all = "snake_case")]
 pub enum Command {
     /// A new run (`settings` is what the page shows and saves beside it); `run` starts training.
-    Create { experiment: Experiment, settings: Option<Settings>, run: bool },
+    Create {
+        experiment: Box<Experiment>,
+        settings: Option<Settings>,
+        run: bool,
+    },
     Run,
     Pause,
     /// One step; with `lr` a new learning rate first.
-    Step { lr: Option<f32> },
+    Step {
+        lr: Option<f32>,
+    },
     /// A new learning rate for the run in progress (weights, optimizer state and step kept).
-    SetLr { lr: f32 },
+    SetLr {
+        lr: f32,
+    },
     /// Drops the run (and the saved copy).
     Reset,
-    SetBackend { choice: BackendChoice },
+    SetBackend {
+        choice: BackendChoice,
+    },
     /// The depth the Brownian panel analyses.
-    SetDepth { depth: usize },
+    SetDepth {
+        depth: usize,
+    },
     /// Steps per second; None: as fast as possible.
-    SetPace { steps_per_second: Option<f64> },
+    SetPace {
+        steps_per_second: Option<f64>,
+    },
     CheckSaved,
     ResumeSaved,
     DiscardSaved,
     DownloadModel,
     /// Uploaded files, named; their bytes are the message's bulk arrays, in order.
-    LoadModel { names: Vec<String> },
+    LoadModel {
+        names: Vec<String>,
+    },
     /// Test hook: a busy wait of `factor - 1` times each step's own time, so the worker runs as on a
     /// machine `factor` times slower (Chromium cannot CPU-throttle a worker through DevTools).
-    Slowdown { factor: f64 },
+    Slowdown {
+        factor: f64,
+    },
     /// Test hook: aborts the worker's wasm, as a bug or a failed allocation would.
     Trap,
 }
@@ -80,12 +98,24 @@ impl Phase {
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum Event {
     /// The worker's wasm is loaded and listening.
-    Ready { engine: String },
+    Ready {
+        engine: String,
+    },
     /// A run exists now (new, resumed, loaded): the page replaces its curves with `metrics`.
-    Run { config: Box<engine::TrainConfig>, settings: Option<Settings>, step: usize, metrics: Metrics },
-    Phase { phase: Phase },
+    Run {
+        config: Box<engine::TrainConfig>,
+        settings: Option<Settings>,
+        step: usize,
+        metrics: Metrics,
+    },
+    Phase {
+        phase: Phase,
+    },
     /// Where the run is: the session's backend line; `adapter` when it is on the GPU.
-    Backend { line: String, adapter: Option<String> },
+    Backend {
+        line: String,
+        adapter: Option<String>,
+    },
     /// New points since the last progress event.
     Progress {
         step: usize,
@@ -95,23 +125,47 @@ pub enum Event {
         diag_text: Option<String>,
         ms_per_step: Option<f64>,
         steps_per_second: Option<f64>,
+        /// Seconds of compute spent on the steps so far (for the race against time).
+        seconds: f64,
     },
     /// The panels; `sphere` and `attention` are bulk arrays 0 and 1.
-    Panels { panels: Box<Panels> },
+    Panels {
+        panels: Box<Panels>,
+    },
     /// A non-finite loss: the run went back to step `kept` and is paused; `metrics` replace the page's.
-    NonFinite { message: String, kept: usize, metrics: Metrics },
-    Notice { text: String },
-    Error { text: String },
+    NonFinite {
+        message: String,
+        kept: usize,
+        metrics: Metrics,
+    },
+    Notice {
+        text: String,
+    },
+    Error {
+        text: String,
+    },
     /// The run was saved to IndexedDB at `step`.
-    Saved { step: usize },
+    Saved {
+        step: usize,
+    },
     /// A saved run is waiting to be resumed.
-    SavedRun { step: usize, total: usize, what: String },
+    SavedRun {
+        step: usize,
+        total: usize,
+        what: String,
+    },
     /// What became of uploaded model files: a note, or why they could not be used.
-    Upload { result: Result<String, String> },
+    Upload {
+        result: Result<String, String>,
+    },
     /// The model file (bulk 0) and its CLI config JSON.
-    ModelFile { config_json: String },
+    ModelFile {
+        config_json: String,
+    },
     /// The run is complete; the same fields as `lab train --json`'s last line.
-    Summary { summary: serde_json::Value },
+    Summary {
+        summary: serde_json::Value,
+    },
 }
 
 fn serializer() -> serde_wasm_bindgen::Serializer {
@@ -120,6 +174,13 @@ fn serializer() -> serde_wasm_bindgen::Serializer {
 
 /// A message as a JS object `{msg, bulk}`, and the buffers to transfer.
 pub fn encode<T: Serialize>(msg: &T, bulk: Vec<JsValue>) -> Result<(JsValue, Array), String> {
+    encode_at(msg, bulk, 0)
+}
+
+/// As [`encode`], tagged with the page's run `epoch`: the page bumps it whenever it replaces the run
+/// (create, reset, resume, load), the worker tags its events with the epoch of the command that made
+/// its run, and the page drops events of runs it has already replaced.
+pub fn encode_at<T: Serialize>(msg: &T, bulk: Vec<JsValue>, epoch: u64) -> Result<(JsValue, Array), String> {
     let value = msg.serialize(&serializer()).map_err(|e| format!("message not encodable: {e}"))?;
     let out = Object::new();
     let transfer = Array::new();
@@ -134,14 +195,20 @@ pub fn encode<T: Serialize>(msg: &T, bulk: Vec<JsValue>) -> Result<(JsValue, Arr
     }
     Reflect::set(&out, &"msg".into(), &value).map_err(|_| "message object")?;
     Reflect::set(&out, &"bulk".into(), &arrays).map_err(|_| "message object")?;
+    Reflect::set(&out, &"epoch".into(), &JsValue::from_f64(epoch as f64)).map_err(|_| "message object")?;
     Ok((out.into(), transfer))
+}
+
+/// The epoch a message was tagged with (0 when none).
+pub fn epoch_of(data: &JsValue) -> u64 {
+    Reflect::get(data, &"epoch".into()).ok().and_then(|e| e.as_f64()).unwrap_or(0.0) as u64
 }
 
 /// The message and its bulk arrays from a JS object made by [`encode`].
 pub fn decode<T: DeserializeOwned>(data: &JsValue) -> Result<(T, Vec<JsValue>), String> {
     let msg = Reflect::get(data, &"msg".into()).map_err(|_| "no message")?;
     let msg = serde_wasm_bindgen::from_value(msg).map_err(|e| format!("message not understood: {e}"))?;
-    let bulk = Reflect::get(data, &"bulk".into()).ok().filter(|b| b.is_object()).map(Array::from);
+    let bulk = Reflect::get(data, &"bulk".into()).ok().filter(|b| b.is_object()).map(|b| Array::from(&b));
     Ok((msg, bulk.map(|b| b.iter().collect()).unwrap_or_default()))
 }
 

@@ -76,7 +76,7 @@ fn train(config: JsValue, on_event: JsValue) -> Promise {
             }
             match event {
                 Event::Ready { .. } => {
-                    let cmd = Command::Create { experiment: exp.clone(), settings: None, run: true };
+                    let cmd = Command::Create { experiment: Box::new(exp.clone()), settings: None, run: true };
                     if let Ok((msg, transfer)) = protocol::encode(&cmd, vec![]) {
                         let _ = w.post_message_with_transfer(&msg, &transfer);
                     }

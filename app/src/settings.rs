@@ -43,9 +43,10 @@ pub const PRESETS: [Preset; 4] = [
     Preset {
         id: "race",
         title: "Adam against CG-FAC",
-        story: "The same model trained by CG-FAC, a second-order method that solves for a curvature-aware step \
-                with conjugate gradients. Run it, then switch the optimizer to adam and run again: the earlier \
-                curve stays on the loss chart for comparison.",
+        story: "The same model trained at the same time by CG-FAC, a second-order method that solves for a \
+                curvature-aware step with conjugate gradients, and by Adam, each in its own worker, from the same \
+                initial weights on the same data. The loss chart shows both against steps, the race chart against \
+                seconds: fewer steps is not always less time.",
     },
     Preset {
         id: "joma",

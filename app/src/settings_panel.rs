@@ -1,5 +1,6 @@
 //! The panel that edits the settings (`spherewalk::settings`).
 
+use engine::config::{DataSpec, OptimizerConfig};
 use leptos::prelude::*;
 use spherewalk::settings::{Settings, PRESETS};
 use wasm_bindgen::JsCast;

@@ -1,7 +1,7 @@
 //! The experiment in the page's address: `#s=<settings as JSON, URI-encoded>`, or the short form
 //! `#preset=<id>`. Reading never fails the page: a bad value gives a message and the default.
 
-use crate::settings::{Settings, URL_TEXT_LIMIT};
+use spherewalk::settings::{Settings, URL_TEXT_LIMIT};
 
 /// The settings the address asks for, and a message when it asked for something unusable.
 pub fn read() -> (Settings, Option<String>) {

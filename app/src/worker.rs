@@ -33,7 +33,8 @@ const PROGRESS_EVERY_MS: f64 = 50.0;
 const PANELS_EVERY_MS: f64 = 250.0;
 const SAVE_EVERY_MS: f64 = 3000.0;
 
-type Message = (Command, Vec<JsValue>);
+/// A command, its bulk arrays and the page's run epoch.
+type Message = (Command, Vec<JsValue>, u64);
 
 #[derive(Default)]
 struct Inbox {
@@ -46,7 +47,8 @@ pub fn start() {
     let scope: DedicatedWorkerGlobalScope = js_sys::global().unchecked_into();
     // A trap (a panic, a failed allocation) leaves the wasm unusable: these plain JS listeners,
     // which never call into it, tell the page.
-    for (event, what) in [("error", "e.message"), ("unhandledrejection", "e.reason && (e.reason.message || e.reason)")] {
+    for (event, what) in [("error", "e.message"), ("unhandledrejection", "e.reason && (e.reason.message || e.reason)")]
+    {
         let body = format!("postMessage({{crashed: String({what})}})");
         let listener = Function::new_with_args("e", &body);
         let _ = scope.add_event_listener_with_callback(event, &listener);
@@ -62,8 +64,10 @@ pub fn start() {
     let post_scope = scope.clone();
     let rx = inbox.clone();
     let on_message = Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {
+        let epoch = protocol::epoch_of(&ev.data());
         match protocol::decode::<Command>(&ev.data()) {
-            Ok(m) => {
+            Ok((cmd, bulk)) => {
+                let m = (cmd, bulk, epoch);
                 let wake = {
                     let mut inbox = rx.borrow_mut();
                     inbox.queue.push_back(m);
@@ -73,7 +77,10 @@ pub fn start() {
                     let _ = w.call0(&JsValue::NULL);
                 }
             }
-            Err(e) => post(&post_scope, &Event::Error { text: format!("the worker got a message it does not know: {e}") }, vec![]),
+            Err(e) => {
+                let text = format!("the worker got a message it does not know: {e}");
+                post(&post_scope, &Event::Error { text }, vec![], epoch)
+            }
         }
     });
     scope.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
@@ -83,8 +90,8 @@ pub fn start() {
     wasm_bindgen_futures::spawn_local(worker.run());
 }
 
-fn post(scope: &DedicatedWorkerGlobalScope, event: &Event, bulk: Vec<JsValue>) {
-    match protocol::encode(event, bulk) {
+fn post(scope: &DedicatedWorkerGlobalScope, event: &Event, bulk: Vec<JsValue>, epoch: u64) {
+    match protocol::encode_at(event, bulk, epoch) {
         Ok((msg, transfer)) => {
             if let Err(e) = scope.post_message_with_transfer(&msg, &transfer) {
                 web_sys::console::error_1(&e);
@@ -97,6 +104,8 @@ fn post(scope: &DedicatedWorkerGlobalScope, event: &Event, bulk: Vec<JsValue>) {
 struct Worker {
     scope: DedicatedWorkerGlobalScope,
     inbox: Rc<RefCell<Inbox>>,
+    /// The page's epoch of the command that made the current run (tags every event).
+    epoch: u64,
     session: Option<Session>,
     settings: Option<Settings>,
     phase: Phase,
@@ -122,6 +131,7 @@ impl Worker {
         Worker {
             scope,
             inbox,
+            epoch: 0,
             session: None,
             settings: None,
             phase: Phase::Idle,
@@ -141,7 +151,11 @@ impl Worker {
     }
 
     fn post(&self, event: Event) {
-        post(&self.scope, &event, vec![]);
+        self.post_with(&event, vec![]);
+    }
+
+    fn post_with(&self, event: &Event, bulk: Vec<JsValue>) {
+        post(&self.scope, event, bulk, self.epoch);
     }
 
     fn error(&mut self, text: String) {
@@ -187,9 +201,12 @@ impl Worker {
         }
     }
 
-    async fn handle(&mut self, (cmd, bulk): Message) {
+    async fn handle(&mut self, (cmd, bulk, epoch): Message) {
+        if matches!(cmd, Command::Create { .. } | Command::Reset | Command::ResumeSaved | Command::LoadModel { .. }) {
+            self.epoch = epoch;
+        }
         match cmd {
-            Command::Create { experiment, settings, run } => self.create(experiment, settings, run).await,
+            Command::Create { experiment, settings, run } => self.create(*experiment, settings, run).await,
             Command::Run => {
                 if self.session.as_ref().is_some_and(|s| !s.is_done()) {
                     self.set_phase(Phase::Running);
@@ -197,8 +214,9 @@ impl Worker {
             }
             Command::Pause => {
                 if self.phase == Phase::Running {
-                    self.set_phase(Phase::Paused);
+                    // The last points first: when the page hears "paused" its step is final.
                     self.publish(true);
+                    self.set_phase(Phase::Paused);
                     self.save(true).await;
                 }
             }
@@ -402,8 +420,9 @@ impl Worker {
         }
     }
 
+    /// The run is complete: its last points, its summary, then "done" (so a page that sees "done"
+    /// has everything).
     async fn finish(&mut self) {
-        self.set_phase(Phase::Done);
         self.publish(true);
         if let Some(s) = self.session.as_mut() {
             let summary = s.summary(self.timed.0 / 1000.0, self.timed.1);
@@ -412,6 +431,7 @@ impl Worker {
                 Err(e) => self.error(format!("could not summarise the run: {e}")),
             }
         }
+        self.set_phase(Phase::Done);
         self.save(true).await;
     }
 
@@ -429,9 +449,10 @@ impl Worker {
             diag_text,
             ms_per_step: self.ms_per_step,
             steps_per_second: (self.timed.0 > 0.0).then(|| self.timed.1 as f64 * 1000.0 / self.timed.0),
+            seconds: self.timed.0 / 1000.0,
         };
         self.sent = (m.train.len(), m.val.len(), m.diagnostics.len());
-        post(&self.scope, &event, vec![]);
+        post(&self.scope, &event, vec![], self.epoch);
         let now = now_ms();
         self.last_progress = now;
         if force || (self.panels_due && now - self.last_panels >= PANELS_EVERY_MS) {
@@ -440,7 +461,7 @@ impl Worker {
                     let bulk = vec![protocol::floats(&panels.sphere), protocol::floats(&panels.attention)];
                     panels.sphere = Vec::new();
                     panels.attention = Vec::new();
-                    post(&self.scope, &Event::Panels { panels: Box::new(panels) }, bulk);
+                    post(&self.scope, &Event::Panels { panels: Box::new(panels) }, bulk, self.epoch);
                 }
                 Err(e) => self.post(Event::Error { text: format!("could not draw the panels: {e}") }),
             }
@@ -538,7 +559,7 @@ impl Worker {
             Ok((file, model_io::config_file(&snap.config, snap.step)))
         });
         match file {
-            Ok((file, config_json)) => post(&self.scope, &Event::ModelFile { config_json }, vec![protocol::bytes(&file)]),
+            Ok((file, config_json)) => self.post_with(&Event::ModelFile { config_json }, vec![protocol::bytes(&file)]),
             Err(e) => self.error(format!("could not write the model file: {e}")),
         }
     }
@@ -586,7 +607,11 @@ impl Worker {
 }
 
 /// The second-order diagnostics of the last step as text.
-fn diag_text(d: &engine::optim::second_order::Diagnostics, optimizer: &engine::config::OptimizerConfig, step: usize) -> String {
+fn diag_text(
+    d: &engine::optim::second_order::Diagnostics,
+    optimizer: &engine::config::OptimizerConfig,
+    step: usize,
+) -> String {
     let layers = d
         .layers
         .iter()

@@ -46,10 +46,10 @@ fn sum(xs: &[u64]) -> Result<u64> {
 pub fn param_count(m: &ModelConfig) -> Result<u64> {
     let (v, c, f, t, l) = (m.vocab as u64, m.d_model as u64, m.d_ff as u64, m.context as u64, m.layers as u64);
     let block = sum(&[
-        mul(&[4, c])?,       // two LayerNorms
-        mul(&[4, c, c])?,    // q, k, v, o weights
-        mul(&[4, c])?,       // their biases
-        mul(&[2, c, f])?,    // fc and proj weights
+        mul(&[4, c])?,    // two LayerNorms
+        mul(&[4, c, c])?, // q, k, v, o weights
+        mul(&[4, c])?,    // their biases
+        mul(&[2, c, f])?, // fc and proj weights
         f.checked_add(c).ok_or_else(overflow)?,
     ])?;
     sum(&[mul(&[v, c])?, mul(&[t, c])?, mul(&[l, block])?, mul(&[2, c])?, mul(&[c, v])?, v])
@@ -66,7 +66,15 @@ fn activation_floats(m: &ModelConfig, batch: u64) -> Result<u64> {
     let per_block = sum(&[mul(&[14, n, c])?, mul(&[2, n])?, mul(&[3, n, f])?, att])?;
     // Residual stream, final LayerNorm and 3 scratch rows, rstd and the token ids, probabilities
     // and logit gradients, the MLP scratch and one (T, T) attention gradient.
-    sum(&[mul(&[l, per_block])?, mul(&[l + 1, n, c])?, mul(&[5, n, c])?, mul(&[3, n])?, mul(&[2, n, v])?, mul(&[n, f])?, mul(&[t, t])?])
+    sum(&[
+        mul(&[l, per_block])?,
+        mul(&[l + 1, n, c])?,
+        mul(&[5, n, c])?,
+        mul(&[3, n])?,
+        mul(&[2, n, v])?,
+        mul(&[n, f])?,
+        mul(&[t, t])?,
+    ])
 }
 
 /// Floats of the optimizer's state.
@@ -78,8 +86,11 @@ fn optimizer_floats(cfg: &TrainConfig, params: u64) -> Result<u64> {
         OptimizerConfig::Kfac(_) | OptimizerConfig::CgFac(_) => {
             // Per linear layer: A and G, their inverses, the solution and its velocity; plus the
             // per-token batch copies of inputs and output gradients and Adam for the rest.
-            let (c, f, v, n) = (m.d_model as u64 + 1, m.d_ff as u64 + 1, m.vocab as u64, mul(&[cfg.batch as u64, m.context as u64])?);
-            let site = |din1: u64, dout: u64| -> Result<u64> { sum(&[mul(&[2, din1, din1])?, mul(&[2, dout, dout])?, mul(&[2, dout, din1])?]) };
+            let (c, f, v, n) =
+                (m.d_model as u64 + 1, m.d_ff as u64 + 1, m.vocab as u64, mul(&[cfg.batch as u64, m.context as u64])?);
+            let site = |din1: u64, dout: u64| -> Result<u64> {
+                sum(&[mul(&[2, din1, din1])?, mul(&[2, dout, dout])?, mul(&[2, dout, din1])?])
+            };
             let block = sum(&[mul(&[4, site(c, c - 1)?])?, site(c, f - 1)?, site(f, c - 1)?])?;
             sum(&[mul(&[m.layers as u64, block])?, site(c, v)?, mul(&[2, n, f.max(c).max(v)])?, mul(&[3, params])?])?
         }
@@ -150,7 +161,8 @@ mod tests {
 
     #[test]
     fn activation_count_matches_the_allocations() {
-        let m = ModelConfig { d_model: 16, heads: 2, layers: 3, d_ff: 40, context: 9, vocab: 13, ..ModelConfig::default() };
+        let m =
+            ModelConfig { d_model: 16, heads: 2, layers: 3, d_ff: 40, context: 9, vocab: 13, ..ModelConfig::default() };
         let model = Model::<f32>::new(m.clone()).unwrap();
         let b = 5;
         let cache = Cache::<f32>::new(&m, b);
@@ -169,7 +181,15 @@ mod tests {
         cfg.model = ModelConfig { d_model: 512, heads: 8, layers: 8, context: 256, ..cfg.model };
         cfg.batch = 32;
         assert!(check(&cfg, 0, 1 << 30).is_err());
-        assert!(check(&TrainConfig { model: ModelConfig { vocab: 27, ..TrainConfig::browser_default().model }, ..TrainConfig::browser_default() }, 16 << 20, 1 << 30).is_ok());
+        assert!(check(
+            &TrainConfig {
+                model: ModelConfig { vocab: 27, ..TrainConfig::browser_default().model },
+                ..TrainConfig::browser_default()
+            },
+            16 << 20,
+            1 << 30
+        )
+        .is_ok());
     }
 
     #[test]

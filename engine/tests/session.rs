@@ -55,7 +55,7 @@ fn a_session_trains_exactly_as_the_trainer_and_records_on_its_step_schedule() {
     for _ in 0..14 {
         let r = reference.step().unwrap();
         expected.push((r.step, r.loss));
-        if r.step % 4 == 0 || r.step == 14 {
+        if r.step.is_multiple_of(4) || r.step == 14 {
             expected_val.push((r.step, reference.evaluate().unwrap()));
         }
     }
@@ -172,8 +172,7 @@ fn lost_device(optimizer: OptimizerConfig) {
     let mut reference = Trainer::new(cfg.clone()).unwrap();
     let expected: Vec<f32> = (0..total).map(|_| reference.step().unwrap().loss).collect();
 
-    let (mut runner, line) =
-        Runner::with_context(Trainer::new(cfg).unwrap(), BackendChoice::Gpu, Ok(ctx())).unwrap();
+    let (mut runner, line) = Runner::with_context(Trainer::new(cfg).unwrap(), BackendChoice::Gpu, Ok(ctx())).unwrap();
     assert!(line.starts_with("gpu ("), "{line}");
     runner.set_sync_every(sync_every);
     let mut notices = Vec::new();
@@ -233,16 +232,21 @@ fn a_model_past_the_buffer_limit_runs_on_the_cpu() {
 fn auto_takes_a_hardware_gpu_only_and_without_an_adapter_the_cpu_says_why() {
     let cfg = config(OptimizerConfig::adam(), 2);
     let none = || Err(GpuError::NoAdapter("none here".into()));
-    let (runner, line) =
-        Runner::with_context(Trainer::new(cfg.clone()).unwrap(), BackendChoice::Auto, none()).unwrap();
+    let (runner, line) = Runner::with_context(Trainer::new(cfg.clone()).unwrap(), BackendChoice::Auto, none()).unwrap();
     assert!(runner.adapter().is_none() && line.starts_with("cpu (auto: no GPU adapter"), "{line}");
     let (runner, line) = Runner::with_context(Trainer::new(cfg.clone()).unwrap(), BackendChoice::Gpu, none()).unwrap();
     assert!(runner.adapter().is_none() && line.starts_with("cpu (no GPU adapter: none here"), "{line}");
     // lavapipe is a software adapter: auto keeps the CPU and says why; gpu takes it as asked.
     let ctx = ctx();
     assert!(ctx.is_software(), "this test expects lavapipe");
-    let (runner, line) = Runner::with_context(Trainer::new(cfg.clone()).unwrap(), BackendChoice::Auto, Ok(ctx)).unwrap();
-    assert!(runner.adapter().is_none() && line.contains("the GPU adapter llvmpipe") && line.contains("is software, slower than the CPU path"), "{line}");
+    let (runner, line) =
+        Runner::with_context(Trainer::new(cfg.clone()).unwrap(), BackendChoice::Auto, Ok(ctx)).unwrap();
+    assert!(
+        runner.adapter().is_none()
+            && line.contains("the GPU adapter llvmpipe")
+            && line.contains("is software, slower than the CPU path"),
+        "{line}"
+    );
     let (runner, _) = Runner::with_context(Trainer::new(cfg).unwrap(), BackendChoice::Gpu, Ok(self::ctx())).unwrap();
     assert!(runner.adapter().is_some());
 }
@@ -280,8 +284,7 @@ fn a_session_moves_between_backends_from_the_exact_state() {
     assert!(max_err(&a, &b) < 1e-5, "{a:?} vs {b:?}");
     // A restored session goes on from the snapshot with its metrics.
     let snap = block_on(s.snapshot()).unwrap();
-    let restored =
-        block_on(Session::restore(s.experiment().clone(), snap, s.metrics().clone(), BUDGET)).unwrap();
+    let restored = block_on(Session::restore(s.experiment().clone(), snap, s.metrics().clone(), BUDGET)).unwrap();
     assert_eq!((restored.step_count(), restored.metrics()), (8, &s.metrics().clone()));
     let _ = Metrics::default();
 }

@@ -473,7 +473,10 @@ impl Ctx {
             .collect();
         wasm.sort();
         if wasm.len() != 2 {
-            return fail(format!("trunk build produced {} .wasm files in dist/, expected the page's and the worker's", wasm.len()));
+            return fail(format!(
+                "trunk build produced {} .wasm files in dist/, expected the page's and the worker's",
+                wasm.len()
+            ));
         }
         let mut notes = Vec::new();
         for w in &wasm {

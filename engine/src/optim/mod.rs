@@ -128,7 +128,8 @@ mod tests {
 
     #[test]
     fn a_failed_second_order_step_changes_nothing() {
-        let cfg = ModelConfig { vocab: 13, d_model: 16, heads: 2, layers: 1, d_ff: 32, context: 8, ..ModelConfig::default() };
+        let cfg =
+            ModelConfig { vocab: 13, d_model: 16, heads: 2, layers: 1, d_ff: 32, context: 8, ..ModelConfig::default() };
         let mut model = Model::<f32>::new(cfg.clone()).unwrap();
         let (mut cache, mut grads) = (Cache::new(&cfg, 2), Grads::new(&model, 2));
         let tokens: Vec<u32> = (0..16).map(|i| (i * 7 % 13) as u32).collect();

@@ -245,7 +245,11 @@ mod tests {
         assert_eq!(cmp.frames.len(), 4);
         assert_eq!(cmp.walkers.len(), frames[0].len());
         for (c, want) in cmp.frames.iter().zip(&fit.fitted_cos) {
-            assert!((c.mean_cos_walkers - want).abs() < 0.03, "walkers' mean cosine {} vs closed form {want}", c.mean_cos_walkers);
+            assert!(
+                (c.mean_cos_walkers - want).abs() < 0.03,
+                "walkers' mean cosine {} vs closed form {want}",
+                c.mean_cos_walkers
+            );
             // Same law, same mean squared chord (2 R^2 (1 - E cos)), within sampling noise.
             assert!((c.msd_walkers / c.msd_points - 1.0).abs() < 0.1, "MSD {} vs {}", c.msd_walkers, c.msd_points);
         }

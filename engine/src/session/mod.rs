@@ -262,7 +262,8 @@ impl Session {
     /// Keeps the backend line; a GPU that was asked for and not had is a notice too.
     fn set_line(&mut self, line: String, choice: BackendChoice) {
         if choice == BackendChoice::Gpu && self.runner.adapter().is_none() {
-            self.notices.push(format!("{}; training on the CPU", line.trim_start_matches("cpu (").trim_end_matches(')')));
+            self.notices
+                .push(format!("{}; training on the CPU", line.trim_start_matches("cpu (").trim_end_matches(')')));
         }
         self.backend = line;
     }

@@ -159,15 +159,15 @@ pub fn panels(
     };
     let Some(last) = frames.last() else { return Ok(out) };
     let mut bases = Vec::with_capacity(cfg.layers + 1);
-    for depth in 0..=cfg.layers {
+    for (depth, previous) in components.iter_mut().enumerate() {
         let live: Vec<f64> = last.sphere(cfg, depth)[..row * dim].iter().map(|&x| x as f64).collect();
-        let p = sphere::project3(&live, dim, components[depth].as_deref())?;
+        let p = sphere::project3(&live, dim, previous.as_deref())?;
         out.explained.push(p.explained.iter().sum());
         for f in frames {
             let raw: Vec<f64> = f.sphere(cfg, depth)[..row * dim].iter().map(|&x| x as f64).collect();
             apply(&p.components, dim, &raw, &mut out.sphere);
         }
-        components[depth] = Some(p.components.clone());
+        *previous = Some(p.components.clone());
         bases.push(p.components);
     }
     let tt = cfg.context * cfg.context;

@@ -88,7 +88,8 @@ impl Runner {
         let host = cpu.model().clone();
         match GpuTrainer::restore(ctx, saved.clone()) {
             Ok(gpu) => {
-                let run = GpuRun { gpu, saved, host, host_step: None, adapter: adapter.clone(), sync_every: SYNC_EVERY };
+                let run =
+                    GpuRun { gpu, saved, host, host_step: None, adapter: adapter.clone(), sync_every: SYNC_EVERY };
                 Ok((Runner::Gpu(Box::new(run)), format!("gpu ({adapter})")))
             }
             // What the GPU trainer does not support (K-FAC, a model past the adapter's limits) runs

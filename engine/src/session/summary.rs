@@ -57,7 +57,9 @@ impl Summary {
                     ks: b.ks.is_finite().then_some(b.ks),
                     error: None,
                 },
-                Ok(Some(Err(e))) => BrownianSummary { depth, diffusion: None, r_squared: None, ks: None, error: Some(e) },
+                Ok(Some(Err(e))) => {
+                    BrownianSummary { depth, diffusion: None, r_squared: None, ks: None, error: Some(e) }
+                }
                 Ok(None) => BrownianSummary {
                     depth,
                     diffusion: None,
@@ -65,7 +67,9 @@ impl Summary {
                     ks: None,
                     error: Some("fewer than three probe frames".into()),
                 },
-                Err(e) => BrownianSummary { depth, diffusion: None, r_squared: None, ks: None, error: Some(e.to_string()) },
+                Err(e) => {
+                    BrownianSummary { depth, diffusion: None, r_squared: None, ks: None, error: Some(e.to_string()) }
+                }
             })
             .collect();
         let steps: Vec<usize> = s.entropy().iter().map(|e| e.step).collect();
