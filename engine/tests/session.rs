@@ -288,3 +288,18 @@ fn a_session_moves_between_backends_from_the_exact_state() {
     assert_eq!((restored.step_count(), restored.metrics()), (8, &s.metrics().clone()));
     let _ = Metrics::default();
 }
+
+#[test]
+fn a_non_finite_gpu_step_is_skipped_on_the_device() {
+    let mut cfg = config(OptimizerConfig::adam(), 6);
+    cfg.lr = 1e30;
+    let mut gpu = engine::gpu::trainer::GpuTrainer::new(ctx(), cfg).unwrap();
+    block_on(gpu.step()).unwrap(); // finite loss, huge weights
+    let before = block_on(gpu.snapshot()).unwrap();
+    let err = block_on(gpu.step()).err().unwrap().to_string();
+    assert!(err.contains("non-finite"), "{err}");
+    let after = block_on(gpu.snapshot()).unwrap();
+    assert_eq!(after.step, before.step, "the skipped step is not counted");
+    assert_eq!(after.params, before.params, "the weights are those of the last good step");
+    assert_eq!(after.optimizer, before.optimizer, "and so is the optimizer state");
+}

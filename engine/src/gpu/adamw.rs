@@ -118,5 +118,19 @@ mod tests {
         let (em, ev) = (max_err(&read(&ctx, &gm), &cpu.m), max_err(&read(&ctx, &gv), &cpu.v));
         eprintln!("adamw: params {worst:e}, m {em:e}, v {ev:e}");
         assert!(em < 1e-5 && ev < 1e-5);
+        // A NaN or infinite gradient skips the update on the device: nothing changes.
+        let before = (read(&ctx, &gp), read(&ctx, &gm), read(&ctx, &gv));
+        for bad in [f32::NAN, f32::INFINITY] {
+            let mut g = random(n, 99);
+            g[n / 2] = bad;
+            ctx.write(&gg, &g);
+            ctx.write(&step, &step_values(0.01, h.beta1, h.beta2, 5));
+            ctx.run(&[&r1, &r2, &update]);
+            assert_eq!(
+                (read(&ctx, &gp), read(&ctx, &gm), read(&ctx, &gv)),
+                before,
+                "a {bad} gradient changed the state"
+            );
+        }
     }
 }

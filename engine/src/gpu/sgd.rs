@@ -89,5 +89,12 @@ mod tests {
         let ev = max_err(&read(&ctx, &gvel), &cpu.velocity);
         eprintln!("sgd: params {worst:e}, velocity {ev:e}");
         assert!(ev < 1e-6, "velocity differs by {ev}");
+        // A NaN gradient skips the update on the device.
+        let before = (read(&ctx, &gp), read(&ctx, &gvel));
+        let mut g = random(n, 98);
+        g[1] = f32::NAN;
+        ctx.write(&gg, &g);
+        ctx.run(&[&r1, &r2, &update]);
+        assert_eq!((read(&ctx, &gp), read(&ctx, &gvel)), before, "a NaN gradient changed the state");
     }
 }

@@ -433,9 +433,9 @@ impl GpuTrainer {
         Ok(Snapshot { config: self.cfg.clone(), step: self.step, params: self.params().await?, optimizer })
     }
 
-    /// One optimizer step on training batch number `step`, as `Trainer::step`. The update is
-    /// already applied when the loss comes back, so a non-finite loss or gradient is reported
-    /// after the fact: the GPU weights are then those of the bad step.
+    /// One optimizer step on training batch number `step`, as `Trainer::step`. With AdamW and SGD a
+    /// non-finite gradient skips the update on the device, so after `Error::NonFinite` the state is
+    /// that of the last good step, as on the CPU; with CG-FAC the weights are those of the bad step.
     pub async fn step(&mut self) -> Result<StepReport> {
         let step = self.step;
         self.data.batch(Split::Train, step as u64, &mut self.tokens, &mut self.targets);
@@ -463,9 +463,15 @@ impl GpuTrainer {
         }
         let loss = self.ctx.read::<f32>(&self.stats, 0, 1).await?[0];
         let grad_norm = self.ctx.read::<f32>(&self.sum_sq, 0, 1).await?[0].sqrt();
-        self.step += 1;
-        if let Update::Adam { t, .. } = &mut self.update {
-            *t += 1;
+        let finite = loss.is_finite() && grad_norm.is_finite();
+        // AdamW and SGD skipped a non-finite update on the device: the state is still that of the
+        // last good step. CG-FAC's layer updates have no such guard, so its step counts as taken.
+        let cgfac = matches!(self.update, Update::CgFac(_));
+        if finite || cgfac {
+            self.step += 1;
+            if let Update::Adam { t, .. } = &mut self.update {
+                *t += 1;
+            }
         }
         for (what, x) in [("loss", loss), ("gradient", grad_norm)] {
             if !x.is_finite() {

@@ -21,6 +21,11 @@ struct Params {
 @group(0) @binding(6) var<storage, read> step: array<f32>;   // [lr, 1 - beta1^t, 1 - beta2^t]
 @group(0) @binding(7) var<uniform> p: Params;
 
+// NaN or infinity: all exponent bits set.
+fn is_finite(x: f32) -> bool {
+    return (bitcast<u32>(x) & 0x7f800000u) != 0x7f800000u;
+}
+
 @compute @workgroup_size(256)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let j = gid.x + gid.y * nwg.x * 256u;
@@ -28,6 +33,12 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
         return;
     }
     let i = p.off + j;
+    // A non-finite gradient (and so a non-finite loss: the cross-entropy is in log-sum-exp form, so
+    // its loss is finite whenever its logits and their gradient are) skips the update here on the
+    // device: the state stays that of the last good step without waiting for a readback.
+    if (!is_finite(norm[0])) {
+        return;
+    }
     let total = sqrt(norm[0]);
     var scale = 1.0;
     if (p.max_norm > 0.0 && total > p.max_norm) {
