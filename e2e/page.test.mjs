@@ -390,7 +390,7 @@ test('presets, links, bad input, panels, export and speed', { timeout: 240_000 }
   notes.push(`race: steps ${raceSteps.join(' / ')} (cgfac / adam) while both train`);
 
   // Speed: a long run of the default model; frames and steps per second over 3 s of training.
-  await open(page, '#s=' + encodeURIComponent(JSON.stringify({ steps: 5000 })));
+  await open(page, '#s=' + encodeURIComponent(JSON.stringify({ steps: 5000, steps_per_second: 0 })));
   await page.click('#start');
   await page.waitForFunction(() => Number(document.getElementById('step')?.textContent) >= 5, null, { timeout: 30_000 });
   const speed = await page.evaluate(
@@ -878,6 +878,7 @@ test('the same link at two worker speeds gives the same science figures', { time
   // (factor - 1) times each step's own time. It checks that the worker really got slower.
   const run = async (factor) => {
     await open(page, '#preset=joma');
+    await page.selectOption('#pace', '0'); // as fast as possible: the worker's own speed decides
     await page.evaluate((f) => spherewalk.testing.slowWorker(f), factor);
     await page.click('#start');
     await waitPhase(page, ['done'], 120_000);
@@ -959,13 +960,74 @@ test('benchmark: the main thread while the worker trains', { timeout: 300_000 },
     await page.click('#start');
     return r;
   };
-  const small = await measure('#s=' + encodeURIComponent(JSON.stringify({ steps: 5000 })), 4);
-  const large = await measure('#s=' + encodeURIComponent(JSON.stringify({ d_model: 128, layers: 4, heads: 4, context: 128, steps: 500 })), 8);
+  const small = await measure('#s=' + encodeURIComponent(JSON.stringify({ steps: 5000, steps_per_second: 0 })), 4);
+  const large = await measure('#s=' + encodeURIComponent(JSON.stringify({ d_model: 128, layers: 4, heads: 4, context: 128, steps: 500, steps_per_second: 0 })), 8);
   for (const [name, r] of [['default (d32 L2 T32 B8)', small], ['d128 L4 T128 B8', large]]) {
     // The longtask observer reports only tasks of 50 ms or more.
     const longest = r.longest > 0 ? `${r.longest.toFixed(0)} ms` : 'none over 50 ms';
     t.diagnostic(`${name}: longest main-thread task while training ${longest}, ${r.fps.toFixed(1)} frames/s, ${r.stepsPerSec.toFixed(1)} training steps/s (fastest pace)`);
   }
   assert.ok(small.stepsPerSec > 0 && large.stepsPerSec > 0, 'both sizes train');
+  assert.deepEqual(problems, [], 'no console errors or exceptions');
+});
+
+test('pace: a class watches the default run for about 25 s, and the speed control changes steps per second', { timeout: 240_000 }, async (t) => {
+  const { page, problems } = await launch(t);
+  await open(page, '');
+  assert.equal(await valueOf(page, '#pace'), '16', 'the default experiment runs at a pace a class can follow');
+  assert.match(await textOf(page, '#estimate'), /^400 steps \(validation every 20\) at 16 steps\/s: about 25 s$/);
+  const rate = async (pace) => {
+    await page.selectOption('#pace', String(pace));
+    await page.waitForTimeout(500);
+    const s0 = await stepOf(page);
+    await page.waitForTimeout(3000);
+    return ((await stepOf(page)) - s0) / 3;
+  };
+  await page.click('#start');
+  await stepTo(page, 1, 30_000);
+  const slow = await rate(5);
+  const fast = await rate(30);
+  t.diagnostic(`pace 5 steps/s: measured ${slow.toFixed(1)}; pace 30 steps/s: measured ${fast.toFixed(1)}`);
+  assert.ok(slow >= 3 && slow <= 6.5, `about 5 steps/s (${slow})`);
+  assert.ok(fast >= 18 && fast <= 33, `about 30 steps/s (${fast})`);
+  await page.click('#start');
+  await waitPhase(page, ['paused']);
+  assert.equal(await page.$('#pending'), null, 'a new pace is no new run: nothing pending');
+  // A size that will be slow says so before it starts.
+  await open(page, '#s=' + encodeURIComponent(JSON.stringify({ d_model: 256, layers: 4, heads: 4, context: 256, steps: 200 })));
+  assert.match(await textOf(page, '#estimate'), /Slow size: about [\d.]+ s a step in the browser/);
+  assert.deepEqual(problems, [], 'no console errors or exceptions');
+});
+
+test('forms keep a bad entry in place with its message and never write it into the link', { timeout: 120_000 }, async (t) => {
+  const { page, problems } = await launch(t);
+  await open(page, '');
+  const hash = () => page.evaluate(() => decodeURIComponent(location.hash));
+  const before = await hash();
+  for (const [id, text, message] of [
+    ['#lr', '0,001', /decimal point, not a comma: "0\.001"/],
+    ['#lr', 'abc', /must be a number such as 0\.001 or 1e-3/],
+    ['#lr', 'NaN', /must be a finite number/],
+    ['#lr', 'inf', /must be a finite number/],
+    ['#lr', '-5', /must be positive/],
+    ['#steps', '1e3', /whole number/],
+    ['#steps', '-5', /whole number/],
+    ['#steps', '1000000000', /at most 1000000/],
+    ['#heads', '0', /at least 1/],
+  ]) {
+    await setField(page, id, text);
+    const error = await textOf(page, `${id}-error`);
+    assert.match(error ?? '', message, `${id} "${text}": ${error}`);
+    assert.equal(await valueOf(page, id), text, `${id} keeps what was typed`);
+    assert.equal(await page.getAttribute(id, 'aria-invalid'), 'true');
+    assert.equal(await hash(), before, `${id} "${text}" does not reach the link`);
+    assert.doesNotMatch(await hash(), /null/);
+  }
+  await setField(page, '#lr', '1e-3');
+  assert.equal(await textOf(page, '#lr-error'), '', 'a good entry clears the message');
+  assert.match(await hash(), /"lr":0\.001/, 'scientific notation is read');
+  await setField(page, '#steps', '300');
+  await setField(page, '#heads', '4');
+  assert.match(await hash(), /"steps":300/);
   assert.deepEqual(problems, [], 'no console errors or exceptions');
 });

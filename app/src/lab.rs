@@ -437,7 +437,23 @@ impl Lab {
     /// Whether the settings differ from the run's only in the learning rate (it applies on Resume).
     pub fn only_lr_changed(self) -> bool {
         let now = self.settings.get();
-        self.run_settings.with(|r| r.as_ref().is_some_and(|r| *r != now && Settings { lr: r.lr, ..now.clone() } == *r))
+        self.run_settings.with(|r| {
+            r.as_ref().is_some_and(|r| !r.same_run(&now) && r.same_run(&Settings { lr: r.lr, ..now.clone() }))
+        })
+    }
+
+    /// Whether the settings describe another run than the one in progress.
+    pub fn pending(self) -> bool {
+        let now = self.settings.get();
+        self.run_settings.with(|r| r.as_ref().is_some_and(|r| !r.same_run(&now)))
+    }
+
+    /// A new pace applies at once, to the run in progress too.
+    pub fn set_pace(self, steps_per_second: f64) {
+        self.settings.update(|s| s.steps_per_second = steps_per_second);
+        let pace = self.settings.with_untracked(Settings::pace);
+        self.send(Command::SetPace { steps_per_second: pace });
+        crate::race::send(Command::SetPace { steps_per_second: pace });
     }
 
     /// One optimizer step, starting a run first when there is none.
@@ -529,8 +545,11 @@ impl Lab {
                     crate::race::stop(self);
                     self.race.set(Vec::new());
                 }
-                let settings = Some(self.settings.get_untracked());
-                self.send(Command::Create { experiment: Box::new(experiment), settings, run });
+                let settings = self.settings.get_untracked();
+                let pace = settings.pace();
+                self.send(Command::SetPace { steps_per_second: pace });
+                crate::race::send(Command::SetPace { steps_per_second: pace });
+                self.send(Command::Create { experiment: Box::new(experiment), settings: Some(settings), run });
             }
             Err(e) => {
                 self.error.set(Some(format!("could not start the run: {e}")));

@@ -123,10 +123,7 @@ fn App() -> impl IntoView {
     let last_train = move || lab.train.with(|t| t.last().map(|p| p.1));
     let last_val = move || lab.val.with(|v| v.last().map(|p| p.1));
     let step = move || lab.step.get();
-    let pending = move || {
-        let running = lab.run_settings.get();
-        running.is_some() && running.as_ref() != Some(&lab.settings.get())
-    };
+    let pending = move || lab.pending();
     let model_msg = lab.model_msg;
     let on_download_model = move |_| lab.ask_download(Download::Model);
     let on_download_config = move |_| lab.ask_download(Download::Config);
@@ -178,7 +175,9 @@ fn App() -> impl IntoView {
                     "A small transformer, trained in your browser. Engine "
                     <code id="version">{engine::VERSION}</code>
                 </p>
-                <p id="backend" class="note" aria-live="polite">{move || lab.backend_line.get()}</p>
+                <p id="backend" class="note" aria-live="polite" title=move || lab.backend_line.get()>
+                    {move || lab.backend_line.get()}
+                </p>
                 <label class="backend-choice">
                     "Backend "
                     <select
@@ -260,7 +259,6 @@ fn App() -> impl IntoView {
                 </p>
             </Show>
 
-            <SettingsPanel lab=lab />
 
             <section class="controls" aria-label="run controls">
                 <button
@@ -281,11 +279,31 @@ fn App() -> impl IntoView {
                     "Step"
                 </button>
                 <button id="reset" type="button" on:click=move |_| lab.reset()>"Reset"</button>
-                <button id="export" type="button" on:click=on_export>"Export JSON"</button>
-                <span class="experiment">
-                    {move || lab.total_steps.get()} " steps, validation every " {move || lab.eval_every.get()}
-                    " steps"
-                </span>
+                <label for="pace">
+                    "Pace "
+                    <select
+                        id="pace"
+                        aria-describedby="estimate"
+                        on:change=move |ev| {
+                            if let Ok(p) = event_target_value(&ev).parse::<f64>() {
+                                lab.set_pace(p);
+                            }
+                        }
+                    >
+                        {spherewalk::settings::PACES
+                            .into_iter()
+                            .map(|p| {
+                                let label = if p > 0.0 { format!("{p} steps/s") } else { "as fast as possible".to_string() };
+                                view! {
+                                    <option value=p.to_string() selected=move || lab.settings.with(|s| s.steps_per_second == p)>
+                                        {label}
+                                    </option>
+                                }
+                            })
+                            .collect_view()}
+                    </select>
+                </label>
+                <span id="estimate" class="experiment">{move || estimate(lab)}</span>
                 <Show when=pending>
                     <span id="pending" class="note">
                         {move || {
@@ -297,22 +315,6 @@ fn App() -> impl IntoView {
                         }}
                     </span>
                 </Show>
-                <span id="saved" class="note" data-step=move || lab.saved_step.get().map(|s| s.to_string())>
-                    {move || lab.saved_step.get().map(|s| format!("saved in this browser at step {s}")).unwrap_or_default()}
-                </span>
-            </section>
-            <section class="controls model" aria-label="the model as a file">
-                <button id="download-model" type="button" on:click=on_download_model>"Download model"</button>
-                <button id="download-config" type="button" on:click=on_download_config>"Download config"</button>
-                <label for="model-input">
-                    "Upload model (.safetensors, with its config.json unless it came from this page) "
-                    <input id="model-input" type="file" multiple accept=".safetensors,.json" on:change=on_model_file />
-                </label>
-                {move || match model_msg.get() {
-                    Some(Ok(note)) => view! { <p id="model-note" class="note">{note}</p> }.into_any(),
-                    Some(Err(e)) => view! { <p id="model-error" class="error" role="alert">{e}</p> }.into_any(),
-                    None => ().into_any(),
-                }}
             </section>
 
             <dl class="stats" aria-live="off">
@@ -355,11 +357,30 @@ fn App() -> impl IntoView {
                 </p>
             </Show>
 
-            <LossPanel lab=lab dark=dark />
-            <div class="pair">
+            // The picture first: at 1280x800 the sphere, the loss and the attention share the first screen.
+            <div class="stage">
                 <SphereView lab=lab dark=dark />
+                <LossPanel lab=lab dark=dark />
                 <AttentionPanel lab=lab dark=dark />
             </div>
+            <SettingsPanel lab=lab />
+            <section class="controls model" aria-label="the model as a file">
+                <button id="export" type="button" on:click=on_export>"Export JSON"</button>
+                <span id="saved" class="note" data-step=move || lab.saved_step.get().map(|s| s.to_string())>
+                    {move || lab.saved_step.get().map(|s| format!("saved in this browser at step {s}")).unwrap_or_default()}
+                </span>
+                <button id="download-model" type="button" on:click=on_download_model>"Download model"</button>
+                <button id="download-config" type="button" on:click=on_download_config>"Download config"</button>
+                <label for="model-input">
+                    "Upload model (.safetensors, with its config.json unless it came from this page) "
+                    <input id="model-input" type="file" multiple accept=".safetensors,.json" on:change=on_model_file />
+                </label>
+                {move || match model_msg.get() {
+                    Some(Ok(note)) => view! { <p id="model-note" class="note">{note}</p> }.into_any(),
+                    Some(Err(e)) => view! { <p id="model-error" class="error" role="alert">{e}</p> }.into_any(),
+                    None => ().into_any(),
+                }}
+            </section>
             <BrownianPanel lab=lab dark=dark />
             <EntropyPanel lab=lab dark=dark />
             <DiagnosticsPanel lab=lab dark=dark />
@@ -367,6 +388,46 @@ fn App() -> impl IntoView {
             <output id="summary" hidden data-json=move || lab.summary.get().unwrap_or_default()></output>
         </main>
     }
+}
+
+/// What the run will take: steps at the pace, and a warning when the size is slow in a browser.
+fn estimate(lab: Lab) -> String {
+    let s = lab.settings.get();
+    let steps = s.steps;
+    let eval = (steps / 20).max(1);
+    let per_step_s = s.to_config().ok().map(|mut c| {
+        c.model.vocab = c.model.vocab.max(64);
+        engine::memory::step_flops(&c) / (engine::memory::BROWSER_CPU_GFLOPS * 1e9)
+    });
+    let machine_rate = per_step_s.map(|t| 1.0 / t.max(1e-6));
+    let time = |secs: f64| {
+        if secs < 90.0 {
+            format!("{secs:.0} s")
+        } else if secs < 5400.0 {
+            format!("{:.0} min", secs / 60.0)
+        } else {
+            format!("{:.1} h", secs / 3600.0)
+        }
+    };
+    let mut out = match (s.pace(), machine_rate) {
+        (Some(p), Some(m)) if p > m => format!(
+            "{steps} steps (validation every {eval}): this size runs at about {m:.1} steps/s on the browser's CPU, \
+             so about {}",
+            time(steps as f64 / m)
+        ),
+        (Some(p), _) => {
+            format!("{steps} steps (validation every {eval}) at {p} steps/s: about {}", time(steps as f64 / p))
+        }
+        (None, Some(m)) => format!(
+            "{steps} steps (validation every {eval}) as fast as possible: about {} on the browser's CPU",
+            time(steps as f64 / m)
+        ),
+        (None, None) => format!("{steps} steps (validation every {eval}) as fast as possible"),
+    };
+    if let Some(t) = per_step_s.filter(|&t| t > 0.25) {
+        out.push_str(&format!(". Slow size: about {t:.1} s a step in the browser"));
+    }
+    out
 }
 
 fn export_json_text(lab: Lab) -> String {

@@ -24,6 +24,26 @@ pub struct Settings {
     pub steps: usize,
     pub batch: usize,
     pub seed: u64,
+    /// How fast the page trains, in steps per second (0: as fast as possible). It changes when the
+    /// numbers arrive, never the numbers.
+    pub steps_per_second: f64,
+}
+
+/// How long a preset's run lasts at its own pace: long enough for a class to watch it.
+pub const CLASS_RUN_SECONDS: f64 = 25.0;
+
+/// The paces the page offers, in steps per second (0: as fast as possible).
+pub const PACES: [f64; 8] = [2.0, 5.0, 8.0, 12.0, 16.0, 30.0, 60.0, 0.0];
+
+/// A preset's pace: its steps in about [`CLASS_RUN_SECONDS`], rounded to one the page offers.
+fn class_pace(steps: usize) -> f64 {
+    let want = steps as f64 / CLASS_RUN_SECONDS;
+    PACES
+        .iter()
+        .copied()
+        .filter(|&p| p > 0.0)
+        .min_by(|a, b| (a - want).abs().total_cmp(&(b - want).abs()))
+        .unwrap_or(0.0)
 }
 
 /// A preset: its id (as in the URL), its title, and the story it tells.
@@ -90,6 +110,7 @@ impl Settings {
             steps: d.steps,
             batch: d.batch,
             seed: d.seed,
+            steps_per_second: class_pace(d.steps),
         };
         match id {
             "sphere" => Some(base),
@@ -98,6 +119,7 @@ impl Settings {
                 optimizer: "cgfac".into(),
                 lr: OptimizerConfig::named("cgfac").map(|o| o.default_lr()).unwrap_or(0.03),
                 steps: 200,
+                steps_per_second: class_pace(200),
                 ..base
             }),
             "joma" => Some(Settings {
@@ -105,9 +127,10 @@ impl Settings {
                 data: "hierarchy".into(),
                 activation: "identity".into(),
                 steps: 300,
+                steps_per_second: class_pace(300),
                 ..base
             }),
-            "brownian" => Some(Settings { preset: id.into(), steps: 300, ..base }),
+            "brownian" => Some(Settings { preset: id.into(), steps: 300, steps_per_second: class_pace(300), ..base }),
             _ => None,
         }
     }
@@ -136,7 +159,18 @@ impl Settings {
             steps: c.steps,
             batch: c.batch,
             seed: c.seed,
+            steps_per_second: 0.0,
         }
+    }
+
+    /// Whether `other` describes the same run (the pace aside: it changes no number).
+    pub fn same_run(&self, other: &Settings) -> bool {
+        *self == Settings { steps_per_second: self.steps_per_second, ..other.clone() }
+    }
+
+    /// The worker's pace: None for as fast as possible.
+    pub fn pace(&self) -> Option<f64> {
+        (self.steps_per_second.is_finite() && self.steps_per_second > 0.0).then_some(self.steps_per_second)
     }
 
     /// The engine's training configuration, or the engine's message for what is wrong.
@@ -165,6 +199,12 @@ impl Settings {
         if self.steps == 0 {
             return Err("invalid configuration: steps must be positive, got 0".into());
         }
+        if self.steps > MAX_STEPS {
+            return Err(format!(
+                "invalid configuration: steps = {} is over the page's limit of {MAX_STEPS}",
+                self.steps
+            ));
+        }
         if self.d_model < 3 {
             return Err(format!("invalid configuration: the sphere view needs d_model >= 3, got {}", self.d_model));
         }
@@ -178,3 +218,38 @@ impl Settings {
 
 /// Number of characters in the longest text the URL keeps.
 pub const URL_TEXT_LIMIT: usize = 2000;
+
+/// Most steps a run from the page may have: a day at the default pace is far below it.
+pub const MAX_STEPS: usize = 1_000_000;
+
+/// A form field's text as a count in `1..=max`: digits only, with a message that says what to type.
+pub fn parse_count(label: &str, text: &str, max: usize) -> Result<usize, String> {
+    let t = text.trim();
+    match t.parse::<usize>() {
+        Ok(n) if (1..=max).contains(&n) => Ok(n),
+        Ok(0) => Err(format!("{label} must be at least 1")),
+        Ok(_) => Err(format!("{label} can be at most {max}")),
+        Err(_) => Err(format!("{label} must be a whole number such as 32 (got \"{t}\")")),
+    }
+}
+
+/// A seed: any whole number from 0 up.
+pub fn parse_seed(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    t.parse::<u64>().map_err(|_| format!("the seed must be a whole number from 0 up (got \"{t}\")"))
+}
+
+/// A learning rate: a positive, finite number in plain or scientific notation ("0.001", "1e-3").
+/// A decimal comma is refused rather than read as something else.
+pub fn parse_lr(text: &str) -> Result<f32, String> {
+    let t = text.trim();
+    if t.contains(',') {
+        return Err(format!("write the learning rate with a decimal point, not a comma: \"{}\"", t.replace(',', ".")));
+    }
+    match t.parse::<f32>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        Ok(v) if !v.is_finite() => Err(format!("the learning rate must be a finite number (got \"{t}\")")),
+        Ok(_) => Err(format!("the learning rate must be positive (got \"{t}\")")),
+        Err(_) => Err(format!("the learning rate must be a number such as 0.001 or 1e-3 (got \"{t}\")")),
+    }
+}

@@ -2,42 +2,58 @@
 
 use engine::config::{DataSpec, OptimizerConfig};
 use leptos::prelude::*;
-use spherewalk::settings::{Settings, PRESETS};
+use spherewalk::settings::{self, Settings, PRESETS};
 use wasm_bindgen::JsCast;
 use web_sys::HtmlInputElement;
 
 use crate::lab::Lab;
 
-fn parse_or<T: std::str::FromStr>(s: &str, old: T) -> T {
-    s.trim().parse().unwrap_or(old)
-}
+/// Sets one field from the form's text, or says what is wrong with the text.
+type Setter = fn(&mut Settings, &str) -> Result<(), String>;
 
-/// A labelled number input bound to one field of the settings.
+/// A labelled number input bound to one field of the settings. A bad entry keeps the visitor's text,
+/// is marked in place with its message, and changes nothing until it is fixed.
 fn number_field(
     lab: Lab,
     id: &'static str,
     label: &'static str,
     get: fn(&Settings) -> String,
-    set: fn(&mut Settings, &str),
+    set: Setter,
 ) -> impl IntoView {
+    let bad = RwSignal::new(None::<(String, String)>);
+    let error_id = format!("{id}-error");
     view! {
-        <label for=id>
+        <label for=id class:invalid=move || bad.with(Option::is_some)>
             {label}
             <input
                 id=id
                 type="text"
                 inputmode="decimal"
-                prop:value=move || lab.settings.with(get)
+                aria-invalid=move || bad.with(Option::is_some).to_string()
+                aria-describedby=error_id.clone()
+                prop:value=move || bad.with(|b| b.as_ref().map(|b| b.0.clone())).unwrap_or_else(|| lab.settings.with(get))
                 on:change=move |ev| {
                     let v = event_target_value(&ev);
-                    lab.settings.update(|s| {
-                        set(s, &v);
-                        s.preset = "custom".into();
-                    });
+                    let mut next = lab.settings.get_untracked();
+                    match set(&mut next, &v) {
+                        Ok(()) => {
+                            bad.set(None);
+                            next.preset = "custom".into();
+                            lab.settings.set(next);
+                        }
+                        Err(message) => bad.set(Some((v, message))),
+                    }
                 }
             />
+            <span id=error_id class="field-error" role="alert">
+                {move || bad.with(|b| b.as_ref().map(|b| b.1.clone()).unwrap_or_default())}
+            </span>
         </label>
     }
+}
+
+fn count(label: &'static str, max: usize) -> impl Fn(&str) -> Result<usize, String> {
+    move |v| settings::parse_count(label, v, max)
 }
 
 /// Reads an uploaded file: it must be non-empty UTF-8 text without NUL bytes.
@@ -133,10 +149,22 @@ pub fn SettingsPanel(lab: Lab) -> impl IntoView {
                         <option value="text">"your text"</option>
                     </select>
                 </label>
-                {number_field(lab, "d-model", "d_model", |s| s.d_model.to_string(), |s, v| s.d_model = parse_or(v, s.d_model))}
-                {number_field(lab, "layers", "layers", |s| s.layers.to_string(), |s, v| s.layers = parse_or(v, s.layers))}
-                {number_field(lab, "heads", "heads", |s| s.heads.to_string(), |s, v| s.heads = parse_or(v, s.heads))}
-                {number_field(lab, "context", "context", |s| s.context.to_string(), |s, v| s.context = parse_or(v, s.context))}
+                {number_field(lab, "d-model", "d_model", |s| s.d_model.to_string(), |s, v| {
+                    s.d_model = count("d_model", 1024)(v)?;
+                    Ok(())
+                })}
+                {number_field(lab, "layers", "layers", |s| s.layers.to_string(), |s, v| {
+                    s.layers = count("layers", 32)(v)?;
+                    Ok(())
+                })}
+                {number_field(lab, "heads", "heads", |s| s.heads.to_string(), |s, v| {
+                    s.heads = count("heads", 1024)(v)?;
+                    Ok(())
+                })}
+                {number_field(lab, "context", "context", |s| s.context.to_string(), |s, v| {
+                    s.context = count("context", 1024)(v)?;
+                    Ok(())
+                })}
                 <label for="activation">
                     "Activation"
                     <select
@@ -194,10 +222,22 @@ pub fn SettingsPanel(lab: Lab) -> impl IntoView {
                         <option value="cgfac">"cgfac"</option>
                     </select>
                 </label>
-                {number_field(lab, "lr", "learning rate", |s| s.lr.to_string(), |s, v| s.lr = parse_or(v, s.lr))}
-                {number_field(lab, "steps", "steps", |s| s.steps.to_string(), |s, v| s.steps = parse_or(v, s.steps))}
-                {number_field(lab, "batch", "batch", |s| s.batch.to_string(), |s, v| s.batch = parse_or(v, s.batch))}
-                {number_field(lab, "seed", "seed", |s| s.seed.to_string(), |s, v| s.seed = parse_or(v, s.seed))}
+                {number_field(lab, "lr", "learning rate", |s| s.lr.to_string(), |s, v| {
+                    s.lr = settings::parse_lr(v)?;
+                    Ok(())
+                })}
+                {number_field(lab, "steps", "steps", |s| s.steps.to_string(), |s, v| {
+                    s.steps = count("steps", settings::MAX_STEPS)(v)?;
+                    Ok(())
+                })}
+                {number_field(lab, "batch", "batch", |s| s.batch.to_string(), |s, v| {
+                    s.batch = count("batch", 1024)(v)?;
+                    Ok(())
+                })}
+                {number_field(lab, "seed", "seed", |s| s.seed.to_string(), |s, v| {
+                    s.seed = settings::parse_seed(v)?;
+                    Ok(())
+                })}
             </div>
             <Show when=is_text>
                 <label for="text-input" class="wide">

@@ -74,7 +74,19 @@ fn draw(
         .flatten()
         .and_then(|c| c.dyn_into().ok())
         .ok_or_else(|| "the sphere canvas has no 2D context".to_string())?;
-    let (w, h) = (canvas.width() as f64, canvas.height() as f64);
+    // Draw at the size the canvas is shown, in device pixels, so the ball is sharp at any size.
+    let css = match canvas.client_width() {
+        c if c >= 100 => c as f64,
+        _ => canvas.width() as f64,
+    };
+    let dpr = web_sys::window().map(|w| w.device_pixel_ratio()).unwrap_or(1.0).clamp(1.0, 4.0);
+    let px = (css * dpr).round() as u32;
+    if canvas.width() != px || canvas.height() != px {
+        canvas.set_width(px);
+        canvas.set_height(px);
+    }
+    ctx.set_transform(dpr, 0.0, 0.0, dpr, 0.0, 0.0).map_err(|_| "canvas transform failed".to_string())?;
+    let (w, h) = (css, css);
     let (cx, cy, r) = (w / 2.0, h / 2.0, 0.42 * w.min(h));
     let (bg, fg, faint) = if v.dark { ("#16181d", "#d8dce3", "#3a3f49") } else { ("#ffffff", "#22252b", "#d5d9e0") };
     ctx.set_fill_style_str(bg);
@@ -309,6 +321,7 @@ pub fn SphereView(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                     "learns; deeper layers usually separate them more. Drag (or use the arrow keys) to rotate."
                 </p>
             </details>
+            <crate::panels::PngButton canvas="sphere" file="spherewalk-sphere.png" />
             <div class="row">
                 <label for="depth">
                     "Depth " <output id="depth-value">{move || {
@@ -325,7 +338,7 @@ pub fn SphereView(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                     />
                 </label>
                 <label for="time">
-                    "Training step " <span id="time-value">{time_text}</span>
+                    "Step " <span id="time-value">{time_text}</span>
                     <input
                         id="time"
                         type="range"
@@ -375,7 +388,6 @@ pub fn SphereView(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                     />
                     " Brownian ghosts"
                 </label>
-                <crate::panels::PngButton canvas="sphere" file="spherewalk-sphere.png" />
             </div>
             <canvas
                 id="sphere"

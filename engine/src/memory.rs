@@ -110,6 +110,20 @@ pub fn estimate(cfg: &TrainConfig, probe_bytes: u64) -> Result<Estimate> {
     Ok(Estimate { params, optimizer, activations, rollback, probe: probe_bytes, total })
 }
 
+/// What the browser's CPU path sustains on the lab's models (13 GFLOP/s measured at the small size in
+/// headless Chromium on this project's 2-core machine): the page's estimate of a step's time.
+pub const BROWSER_CPU_GFLOPS: f64 = 13.0;
+
+/// Floating-point operations of one training step (forward, and backward at twice the forward),
+/// counting the matrix products, which dominate: per token and layer 2(4C² + 2CF) for the linear
+/// layers and 4TC for the full T x T attention products, and 2CV for the head.
+pub fn step_flops(cfg: &TrainConfig) -> f64 {
+    let m = &cfg.model;
+    let (c, f, t, v, l) = (m.d_model as f64, m.d_ff as f64, m.context as f64, m.vocab.max(1) as f64, m.layers as f64);
+    let per_token = l * (8.0 * c * c + 4.0 * c * f + 4.0 * t * c) + 2.0 * c * v;
+    3.0 * per_token * cfg.batch as f64 * t
+}
+
 /// Bytes as people read them.
 pub fn human(bytes: u64) -> String {
     const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
@@ -190,6 +204,16 @@ mod tests {
             1 << 30
         )
         .is_ok());
+    }
+
+    #[test]
+    fn step_flops_of_the_small_size_match_the_hand_count() {
+        // d64 L2 H4 T64 B16, F = 256, V = 27: the "0.73 GFLOP" small step.
+        let mut cfg = TrainConfig::default();
+        cfg.model.vocab = 27;
+        let per_token = 2.0 * (8.0 * 64.0f64.powi(2) + 4.0 * 64.0 * 256.0 + 4.0 * 64.0 * 64.0) + 2.0 * 64.0 * 27.0;
+        assert_eq!(step_flops(&cfg), 3.0 * per_token * 16.0 * 64.0);
+        assert!((0.6e9..0.8e9).contains(&step_flops(&cfg)), "{}", step_flops(&cfg));
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The session behind the page, the CLI and scripts: numbers equal to the plain trainer's, a probe
 //! schedule in steps, pause-and-keep on a non-finite loss on the CPU and the GPU, the memory budget,
 //! and the backend policy with its failover (natively on lavapipe).
+#![cfg(all(not(target_arch = "wasm32"), feature = "gpu"))]
 
 use engine::config::{ModelConfig, OptimizerConfig, TrainConfig};
 use engine::gpu::{block_on, GpuContext, GpuError};

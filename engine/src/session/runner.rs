@@ -100,6 +100,7 @@ impl Runner {
 
     /// One step. A failed device moves the run to the CPU (the notice says so) and the step is
     /// taken there; a non-finite loss is `Error::NonFinite` on every backend.
+    #[cfg_attr(not(feature = "gpu"), allow(unused_variables, clippy::ptr_arg))]
     pub async fn step(&mut self, notices: &mut Vec<String>) -> Result<StepReport> {
         #[cfg(feature = "gpu")]
         if let Runner::Gpu(run) = self {
@@ -125,6 +126,7 @@ impl Runner {
     }
 
     /// Validation loss, computed where the weights are.
+    #[cfg_attr(not(feature = "gpu"), allow(clippy::ptr_arg))]
     pub async fn evaluate(&mut self, notices: &mut Vec<String>) -> Result<f32> {
         #[cfg(feature = "gpu")]
         if let Runner::Gpu(run) = self {
@@ -134,7 +136,8 @@ impl Runner {
                 Err(e) => self.fall_back(e, notices)?,
             }
         }
-        let _ = &notices;
+        #[cfg(not(feature = "gpu"))]
+        let _ = notices;
         match self {
             Runner::Cpu(t) => t.evaluate(),
             #[cfg(feature = "gpu")]
@@ -143,6 +146,7 @@ impl Runner {
     }
 
     /// The weights as a CPU model (read back from the GPU when the run is there), for the probe.
+    #[cfg_attr(not(feature = "gpu"), allow(clippy::ptr_arg))]
     pub async fn model(&mut self, notices: &mut Vec<String>) -> Result<&Model<f32>> {
         #[cfg(feature = "gpu")]
         if let Runner::Gpu(run) = self {
@@ -157,7 +161,8 @@ impl Runner {
                 }
             }
         }
-        let _ = &notices;
+        #[cfg(not(feature = "gpu"))]
+        let _ = notices;
         Ok(match self {
             Runner::Cpu(t) => t.model(),
             #[cfg(feature = "gpu")]
@@ -212,6 +217,7 @@ impl Runner {
     /// Goes back to the state after `target` steps (at most the current one): on the CPU from
     /// `before`, the state the caller kept; on the GPU from the host copy plus recomputed steps, and
     /// the run is then on the CPU. Returns the step it is at.
+    #[cfg_attr(not(feature = "gpu"), allow(unused_variables))]
     pub fn rewind(&mut self, target: usize, before: Option<Snapshot>) -> Result<usize> {
         #[cfg(feature = "gpu")]
         if let Runner::Gpu(run) = self {
