@@ -1031,3 +1031,22 @@ test('forms keep a bad entry in place with its message and never write it into t
   assert.match(await hash(), /"steps":300/);
   assert.deepEqual(problems, [], 'no console errors or exceptions');
 });
+
+test('layout: the picture is on the first screen at 1280x800, and a phone does not scroll sideways', { timeout: 120_000 }, async (t) => {
+  const { page, problems } = await launch(t);
+  await page.setViewportSize({ width: 1280, height: 800 });
+  await open(page, '');
+  for (const id of ['panel-sphere', 'panel-loss', 'panel-attention', 'start', 'pace']) {
+    const b = await page.locator(`#${id}`).boundingBox();
+    assert.ok(b && b.x >= 0 && b.y >= 0 && b.x + b.width <= 1280 && b.y + b.height <= 800, `#${id} inside 1280x800 on load: ${JSON.stringify(b)}`);
+  }
+  await page.screenshot({ path: join(ARTIFACTS, 'page-1280x800.png') });
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.waitForTimeout(300);
+  const width = await page.evaluate(() => document.documentElement.scrollWidth);
+  assert.ok(width <= 390, `no horizontal scroll at 390 px (scroll width ${width})`);
+  const start = await page.locator('#start').boundingBox();
+  assert.ok(start.y + start.height <= 844, `Start is on the phone's first screen (${start.y})`);
+  await page.screenshot({ path: join(ARTIFACTS, 'page-390x844.png') });
+  assert.deepEqual(problems, [], 'no console errors or exceptions');
+});
