@@ -282,6 +282,22 @@ const inkOf = (page, sel) =>
 
 const snapshot = (page, sel) => page.evaluate((s) => document.querySelector(s).toDataURL(), sel);
 
+/** Animation frames and training steps per second over `ms` of training, measured in the page. */
+const ratesOver = (page, ms) =>
+  page.evaluate((ms) => new Promise((resolve) => {
+    const step = () => Number(document.getElementById('step')?.textContent);
+    const s0 = step();
+    const t0 = performance.now();
+    let frames = 0;
+    const tick = () => {
+      frames++;
+      const dt = performance.now() - t0;
+      if (dt < ms) requestAnimationFrame(tick);
+      else resolve({ fps: (frames * 1000) / dt, stepsPerSec: ((step() - s0) * 1000) / dt });
+    };
+    requestAnimationFrame(tick);
+  }), ms);
+
 test('presets, links, bad input, panels, export and speed', { timeout: 240_000 }, async (t) => {
   const { page, problems } = await launch(t);
   const notes = [];
@@ -393,21 +409,7 @@ test('presets, links, bad input, panels, export and speed', { timeout: 240_000 }
   await open(page, '#s=' + encodeURIComponent(JSON.stringify({ steps: 5000, steps_per_second: 0 })));
   await page.click('#start');
   await page.waitForFunction(() => Number(document.getElementById('step')?.textContent) >= 5, null, { timeout: 30_000 });
-  const speed = await page.evaluate(
-    () => new Promise((resolve) => {
-      const step = () => Number(document.getElementById('step')?.textContent);
-      const s0 = step();
-      const t0 = performance.now();
-      let frames = 0;
-      const tick = () => {
-        frames++;
-        const dt = performance.now() - t0;
-        if (dt < 3000) requestAnimationFrame(tick);
-        else resolve({ fps: (frames * 1000) / dt, stepsPerSec: ((step() - s0) * 1000) / dt });
-      };
-      requestAnimationFrame(tick);
-    }),
-  );
+  const speed = await ratesOver(page, 3000);
   const pageMsPerStep = await textOf(page, '#speed');
   notes.push(`frames per second while training ${speed.fps.toFixed(1)}; training steps per second ${speed.stepsPerSec.toFixed(1)} (default model, CPU)`);
   // For the "within 2x of native" comparison: wall time per step in the page (drawing and probing
@@ -944,19 +946,7 @@ test('benchmark: the main thread while the worker trains', { timeout: 300_000 },
         for (const e of list.getEntries()) window.__longest = Math.max(window.__longest, e.duration);
       }).observe({ type: 'longtask' });
     });
-    const r = await page.evaluate((ms) => new Promise((resolve) => {
-      const step = () => Number(document.getElementById('step')?.textContent);
-      const s0 = step();
-      const t0 = performance.now();
-      let frames = 0;
-      const tick = () => {
-        frames++;
-        const dt = performance.now() - t0;
-        if (dt < ms) requestAnimationFrame(tick);
-        else resolve({ fps: (frames * 1000) / dt, stepsPerSec: ((step() - s0) * 1000) / dt, longest: window.__longest });
-      };
-      requestAnimationFrame(tick);
-    }), seconds * 1000);
+    const r = { ...(await ratesOver(page, seconds * 1000)), longest: await page.evaluate(() => window.__longest) };
     await page.click('#start');
     return r;
   };
