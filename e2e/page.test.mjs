@@ -1040,3 +1040,58 @@ test('layout: the picture is on the first screen at 1280x800, and a phone does n
   await page.screenshot({ path: join(ARTIFACTS, 'page-390x844.png') });
   assert.deepEqual(problems, [], 'no console errors or exceptions');
 });
+
+test('a link with one bad value keeps the good ones and marks the bad one; the address changes only on edits', { timeout: 120_000 }, async (t) => {
+  const { page, problems } = await launch(t);
+  const link = '#s=' + encodeURIComponent(JSON.stringify({ heads: 3, seed: 7, lr: 0.005, steps: 120 }));
+  await open(page, link);
+  assert.equal(await valueOf(page, '#seed'), '7', 'a good value is kept');
+  assert.equal(await valueOf(page, '#steps'), '120');
+  assert.equal(await valueOf(page, '#lr'), '0.005');
+  assert.equal(await valueOf(page, '#heads'), '3', 'the bad value is shown where it was');
+  assert.match(await textOf(page, '#heads-error'), /from the link: .*heads \(3\) must divide d_model \(32\)/);
+  assert.match(await textOf(page, '#url-error'), /heads = 3 .*the rest is as linked/);
+  assert.equal(await page.evaluate(() => location.hash), link, 'loading a link leaves the address as it is');
+  await page.click('#step-once');
+  await stepTo(page, 1, 30_000);
+  assert.equal(await page.evaluate(() => location.hash), link, 'running leaves it too');
+  await setField(page, '#heads', '4');
+  assert.equal(await textOf(page, '#heads-error'), '');
+  assert.match(await page.evaluate(() => decodeURIComponent(location.hash)), /"heads":4.*"seed":7/, 'an edit writes the address');
+  // Fields that only fit together are good together.
+  await open(page, '#s=' + encodeURIComponent(JSON.stringify({ d_model: 30, heads: 3 })));
+  assert.equal(await page.$('#url-error'), null);
+  assert.equal(await valueOf(page, '#d-model'), '30');
+  assert.deepEqual(problems, [], 'no console errors or exceptions');
+});
+
+test('presenter mode and the keys', { timeout: 120_000 }, async (t) => {
+  const { page, problems } = await launch(t);
+  await page.setViewportSize({ width: 1280, height: 800 });
+  await open(page, '');
+  await page.evaluate(() => document.activeElement?.blur());
+  await page.keyboard.press('p');
+  assert.equal(await page.evaluate(() => document.documentElement.dataset.presenter), 'on', 'P enters presenter mode');
+  assert.equal(await page.isVisible('#panel-settings'), false, 'the settings step aside');
+  for (const id of ['#panel-sphere', '#panel-loss', '#panel-attention', '#start']) assert.ok(await page.isVisible(id), `${id} stays`);
+  const size = await page.evaluate(() => parseFloat(getComputedStyle(document.body).fontSize));
+  assert.ok(size >= 20, `large type (${size}px)`);
+  await page.keyboard.press('ArrowRight');
+  await stepTo(page, 1, 30_000);
+  await page.keyboard.press('ArrowRight');
+  await stepTo(page, 2, 30_000);
+  assert.equal(await phase(page), 'paused', 'the right arrow steps');
+  await page.keyboard.press('Space');
+  await waitPhase(page, ['training']);
+  await page.keyboard.press('Space');
+  await waitPhase(page, ['paused']);
+  await page.keyboard.press('?');
+  assert.match(await textOf(page, '#keys-help'), /Space.*start, pause.*presenter mode.*full screen/s);
+  await page.screenshot({ path: join(ARTIFACTS, 'page-presenter.png') });
+  await page.keyboard.press('Escape');
+  assert.equal(await page.$('#keys-help'), null, 'Escape closes the list');
+  await page.keyboard.press('p');
+  assert.equal(await page.evaluate(() => document.documentElement.dataset.presenter), undefined);
+  assert.ok(await page.isVisible('#panel-settings'));
+  assert.deepEqual(problems, [], 'no console errors or exceptions');
+});

@@ -163,6 +163,8 @@ pub struct Lab {
     pub race: RwSignal<Vec<crate::race::Entrant>>,
     /// Bumped whenever the page replaces the run: events of older runs are dropped.
     pub epoch: RwSignal<u64>,
+    /// The link's values that could not be used: (field, value as linked, why); the form marks them.
+    pub link_errors: RwSignal<Vec<(String, String, String)>>,
 }
 
 impl Lab {
@@ -200,6 +202,7 @@ impl Lab {
             model_msg: RwSignal::new(None),
             race: RwSignal::new(Vec::new()),
             epoch: RwSignal::new(0),
+            link_errors: RwSignal::new(Vec::new()),
         };
         lab.spawn_worker();
         lab
@@ -329,7 +332,9 @@ impl Lab {
                 self.saved.set(None);
                 self.total_steps.set(config.steps);
                 self.eval_every.set(config.eval_every);
-                if let Some(s) = &settings {
+                // A resumed or loaded run brings its settings; the page's own run echoes them (and then
+                // the settings, and so the address, stay as they are).
+                if let Some(s) = settings.as_ref().filter(|s| self.settings.with_untracked(|now| now != *s)) {
                     self.settings.set(s.clone());
                 }
                 self.run_settings.set(settings.or_else(|| Some(Settings::from_config(&config))));

@@ -87,36 +87,66 @@ fn fmt_loss(v: Option<f32>) -> String {
 
 #[component]
 fn App() -> impl IntoView {
-    let (initial, url_problem) = url_state::read();
-    if let Some(p) = &url_problem {
+    let link = url_state::read();
+    if let Some(p) = &link.problem {
         web_sys::console::warn_1(&format!("Spherewalk: {p}").into());
     }
-    let lab = Lab::new(initial);
-    let url_error = RwSignal::new(url_problem);
+    let lab = Lab::new(link.settings);
+    lab.link_errors.set(link.bad);
+    let url_error = RwSignal::new(link.problem);
     let url_note = RwSignal::new(false);
     let export_json = RwSignal::new(String::new());
     let dark = dark_mode_signal();
 
-    // The address follows the settings, so a copied link reproduces the experiment.
+    // The address follows the settings the visitor changes, so a copied link reproduces the
+    // experiment; settings that came from the address itself leave it as it is.
+    let from_link = StoredValue::new(true);
     Effect::new(move |_| {
-        let dropped = lab.settings.with(url_state::write);
-        url_note.set(dropped);
+        let settings = lab.settings.get();
+        if from_link.get_value() {
+            from_link.set_value(false);
+            return;
+        }
+        url_note.set(url_state::write(&settings));
     });
 
     // A hash typed or pasted into the address bar of the open page applies at once.
     let hash = window_event_listener(leptos::ev::hashchange, move |_| {
-        let (settings, problem) = url_state::read();
-        url_error.set(problem);
-        lab.settings.set(settings);
+        let link = url_state::read();
+        url_error.set(link.problem);
+        lab.link_errors.set(link.bad);
+        from_link.set_value(true);
+        lab.settings.set(link.settings);
     });
     on_cleanup(move || hash.remove());
 
-    // Space starts and pauses, except while typing in a form control.
-    let keys = window_event_listener(leptos::ev::keydown, move |ev: web_sys::KeyboardEvent| {
-        if ev.key() == " " && !ev.repeat() && !settings_panel::from_form_control(&ev) {
-            ev.prevent_default();
-            lab.toggle();
+    let presenter = RwSignal::new(false);
+    let keys_help = RwSignal::new(false);
+    Effect::new(move |_| {
+        let on = presenter.get();
+        if let Some(root) = web_sys::window().and_then(|w| w.document()).and_then(|d| d.document_element()) {
+            let _ =
+                if on { root.set_attribute("data-presenter", "on") } else { root.remove_attribute("data-presenter") };
         }
+    });
+    // The keys (never while typing in a form control): space starts and pauses, the right arrow
+    // steps, P presenter mode, F full screen, ? the list of keys, Escape closes it.
+    let keys = window_event_listener(leptos::ev::keydown, move |ev: web_sys::KeyboardEvent| {
+        if ev.repeat() || ev.ctrl_key() || ev.meta_key() || ev.alt_key() || settings_panel::from_form_control(&ev) {
+            return;
+        }
+        match ev.key().as_str() {
+            " " => lab.toggle(),
+            "ArrowRight" if ev.target().is_some_and(|t| t.dyn_ref::<web_sys::HtmlCanvasElement>().is_none()) => {
+                lab.step_once()
+            }
+            "p" | "P" => presenter.update(|p| *p = !*p),
+            "f" | "F" => toggle_fullscreen(),
+            "?" => keys_help.update(|k| *k = !*k),
+            "Escape" => keys_help.set(false),
+            _ => return,
+        }
+        ev.prevent_default();
     });
     on_cleanup(move || keys.remove());
 
@@ -206,16 +236,44 @@ fn App() -> impl IntoView {
                         "On WebGPU the sphere, attention, entropy and Brownian panels are drawn from the weights read back from the GPU at each probe step."
                     </p>
                 </Show>
-                <button
-                    id="theme"
-                    type="button"
-                    class="theme-toggle"
-                    aria-label="switch between light and dark theme"
-                    on:click=toggle_theme
-                >
-                    {move || if dark.get() { "Light theme" } else { "Dark theme" }}
-                </button>
+                <span class="theme-toggle">
+                    <button
+                        id="presenter"
+                        type="button"
+                        class="small"
+                        aria-pressed=move || presenter.get().to_string()
+                        aria-keyshortcuts="P"
+                        on:click=move |_| presenter.update(|p| *p = !*p)
+                    >
+                        {move || if presenter.get() { "Leave presenter mode" } else { "Presenter mode" }}
+                    </button>
+                    <button id="keys" type="button" class="small" aria-keyshortcuts="?" on:click=move |_| keys_help.update(|k| *k = !*k)>
+                        "Keys"
+                    </button>
+                    <button
+                        id="theme"
+                        type="button"
+                        class="small"
+                        aria-label="switch between light and dark theme"
+                        on:click=toggle_theme
+                    >
+                        {move || if dark.get() { "Light theme" } else { "Dark theme" }}
+                    </button>
+                </span>
             </header>
+            <Show when=move || keys_help.get()>
+                <div id="keys-help" class="banner" role="dialog" aria-label="keyboard keys">
+                    <strong>"Keys"</strong>
+                    <ul>
+                        <li><kbd>"Space"</kbd> " start, pause and resume"</li>
+                        <li><kbd>"→"</kbd> " one step (arrows on a slider move the slider; on the sphere they turn it)"</li>
+                        <li><kbd>"P"</kbd> " presenter mode: large type, high contrast, only the run and its picture"</li>
+                        <li><kbd>"F"</kbd> " full screen"</li>
+                        <li><kbd>"?"</kbd> " this list; " <kbd>"Esc"</kbd> " closes it"</li>
+                    </ul>
+                    <button type="button" class="small" on:click=move |_| keys_help.set(false)>"Close"</button>
+                </div>
+            </Show>
 
             <Show when=move || lab.crashed.with(Option::is_some)>
                 <div id="crashed" class="error banner" role="alert">
@@ -428,6 +486,16 @@ fn estimate(lab: Lab) -> String {
         out.push_str(&format!(". Slow size: about {t:.1} s a step in the browser"));
     }
     out
+}
+
+/// Full screen on, or off when it is on (a browser may refuse it: then nothing happens).
+fn toggle_fullscreen() {
+    let Some(doc) = web_sys::window().and_then(|w| w.document()) else { return };
+    if doc.fullscreen_element().is_some() {
+        doc.exit_fullscreen();
+    } else if let Some(root) = doc.document_element() {
+        let _ = root.request_fullscreen();
+    }
 }
 
 fn export_json_text(lab: Lab) -> String {

@@ -21,6 +21,14 @@ fn number_field(
     set: Setter,
 ) -> impl IntoView {
     let bad = RwSignal::new(None::<(String, String)>);
+    // A value of the link that could not be used is marked here too (the JSON names use `_`).
+    Effect::new(move |_| {
+        let key = id.replace('-', "_");
+        let linked = lab.link_errors.with(|e| e.iter().find(|(k, _, _)| *k == key).cloned());
+        if let Some((_, value, why)) = linked {
+            bad.set(Some((value.trim_matches('"').to_string(), format!("from the link: {why}"))));
+        }
+    });
     let error_id = format!("{id}-error");
     view! {
         <label for=id class:invalid=move || bad.with(Option::is_some)>
