@@ -737,6 +737,9 @@ test('WebGPU backend: picked and named, trains, and the CPU continues from the s
   assert.equal(await valueOf(page, '#backend-choice'), 'auto', 'the default backend is auto');
   await page.selectOption('#backend-choice', 'webgpu');
   assert.match(await textOf(page, '#backend'), /^Backend: WebGPU/);
+  // Before the run: SwiftShader is a software adapter, and the page says what that means.
+  await page.waitForSelector('#backend-warning', { timeout: 30_000 });
+  assert.match(await textOf(page, '#backend-warning'), /software adapter: a step takes seconds/);
 
   await page.click('#start');
   await page.waitForFunction(() => /^Backend: (WebGPU \(.+\)|CPU)/.test(document.getElementById('backend')?.textContent ?? ''), null, { timeout: 60_000 });

@@ -165,6 +165,8 @@ pub struct Lab {
     pub epoch: RwSignal<u64>,
     /// The link's values that could not be used: (field, value as linked, why); the form marks them.
     pub link_errors: RwSignal<Vec<(String, String, String)>>,
+    /// The GPU adapter this browser offers: Ok((name, software)), or why there is none.
+    pub adapter: RwSignal<Option<Result<(String, bool), String>>>,
 }
 
 impl Lab {
@@ -203,6 +205,7 @@ impl Lab {
             race: RwSignal::new(Vec::new()),
             epoch: RwSignal::new(0),
             link_errors: RwSignal::new(Vec::new()),
+            adapter: RwSignal::new(None),
         };
         lab.spawn_worker();
         lab
@@ -242,6 +245,7 @@ impl Lab {
         self.crashed.set(None);
         self.send(Command::SetBackend { choice: self.backend.get_untracked().engine() });
         self.send(Command::CheckSaved);
+        self.send(Command::ProbeAdapter);
     }
 
     fn send_with(self, cmd: Command, bulk: Vec<JsValue>) {
@@ -301,7 +305,7 @@ impl Lab {
         let current = protocol::epoch_of(&data) == self.epoch.get_untracked();
         match protocol::decode::<Event>(&data) {
             Ok((event, bulk)) => {
-                if current || matches!(event, Event::Ready { .. } | Event::SavedRun { .. }) {
+                if current || matches!(event, Event::Ready { .. } | Event::SavedRun { .. } | Event::Adapter { .. }) {
                     self.on_event(event, bulk);
                 }
             }
@@ -344,6 +348,10 @@ impl Lab {
                 self.val.set(metrics.val);
                 self.diagnostics.set(metrics.diagnostics);
             }
+            Event::Adapter { name, software, why } => self.adapter.set(Some(match (name, why) {
+                (Some(name), _) => Ok((name, software)),
+                (None, why) => Err(why.unwrap_or_default()),
+            })),
             Event::Phase { phase } => {
                 self.phase.set(phase);
                 if phase == Phase::Idle {
@@ -573,6 +581,21 @@ impl Lab {
             self.backend_line.set(choice.idle_line());
         }
         self.send(Command::SetBackend { choice: choice.engine() });
+    }
+
+    /// Before a run: what choosing WebGPU means on this browser's adapter, when it is slow or absent.
+    pub fn backend_warning(self) -> Option<String> {
+        if self.backend.get() != BackendChoice::WebGpu {
+            return None;
+        }
+        match self.adapter.get()? {
+            Ok((name, true)) => Some(format!(
+                "WebGPU here runs on {name}, a software adapter: a step takes seconds, far slower than the CPU \
+                 path. For a class, pick auto or CPU."
+            )),
+            Ok((_, false)) => None,
+            Err(why) => Some(format!("This browser offers no WebGPU adapter ({why}): the run will use the CPU.")),
+        }
     }
 
     /// What the export records: "webgpu (adapter)" or "cpu".

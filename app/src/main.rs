@@ -231,6 +231,7 @@ fn App() -> impl IntoView {
                             .collect_view()}
                     </select>
                 </label>
+                {move || lab.backend_warning().map(|w| view! { <p id="backend-warning" class="error" role="status">{w}</p> })}
                 <Show when=move || lab.on_gpu.with(Option::is_some)>
                     <p id="gpu-copy" class="note">
                         "On WebGPU the sphere, attention, entropy and Brownian panels are drawn from the weights read back from the GPU at each probe step."

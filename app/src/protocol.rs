@@ -58,6 +58,9 @@ pub enum Command {
     },
     /// Test hook: aborts the worker's wasm, as a bug or a failed allocation would.
     Trap,
+    /// Asks for the GPU adapter once for the page: `auto` then needs no new request at each run, and
+    /// the page can warn about a software adapter before a run starts.
+    ProbeAdapter,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -97,6 +100,12 @@ impl Phase {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum Event {
+    /// The GPU adapter this browser offers (None: none, with why), and whether it is software.
+    Adapter {
+        name: Option<String>,
+        software: bool,
+        why: Option<String>,
+    },
     /// The worker's wasm is loaded and listening.
     Ready {
         engine: String,

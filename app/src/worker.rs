@@ -124,6 +124,8 @@ struct Worker {
     /// Time spent in steps and their count since the run (re)started, for the summary.
     timed: (f64, usize),
     ms_per_step: Option<f64>,
+    /// Why `auto` runs on the CPU here (no adapter, or a software one), once the adapter was asked for.
+    auto_cpu: Option<String>,
 }
 
 impl Worker {
@@ -147,6 +149,7 @@ impl Worker {
             pace_origin: (0, 0.0),
             timed: (0.0, 0),
             ms_per_step: None,
+            auto_cpu: None,
         }
     }
 
@@ -275,6 +278,7 @@ impl Worker {
             Command::Slowdown { factor } => self.slowdown = factor.max(1.0),
             // What a bug or a failed allocation does to the wasm: the page must notice.
             Command::Trap => core::arch::wasm32::unreachable(),
+            Command::ProbeAdapter => self.probe_adapter().await,
         }
     }
 
@@ -304,11 +308,39 @@ impl Worker {
         self.publish(true);
     }
 
-    async fn create(&mut self, experiment: Experiment, settings: Option<Settings>, run: bool) {
+    /// Asks for the adapter once, says what it is, and remembers whether `auto` keeps the CPU.
+    async fn probe_adapter(&mut self) {
+        let event = match engine::gpu::GpuContext::new().await {
+            Ok(ctx) => {
+                let name = ctx.adapter_name();
+                let software = ctx.is_software();
+                if software {
+                    self.auto_cpu =
+                        Some(format!("cpu (auto: the GPU adapter {name} is software, slower than the CPU path)"));
+                }
+                Event::Adapter { name: Some(name), software, why: None }
+            }
+            Err(e) => {
+                self.auto_cpu = Some(format!("cpu (auto: {e})"));
+                Event::Adapter { name: None, software: false, why: Some(e.to_string()) }
+            }
+        };
+        self.post(event);
+    }
+
+    async fn create(&mut self, mut experiment: Experiment, settings: Option<Settings>, run: bool) {
         self.session = None;
         self.backend = experiment.backend;
+        // Auto on a page whose adapter is known to be software (or absent): the CPU, without asking again.
+        let reason = self.auto_cpu.clone().filter(|_| experiment.backend == BackendChoice::Auto);
+        if reason.is_some() {
+            experiment.backend = BackendChoice::Cpu;
+        }
         match Session::new(experiment, DEFAULT_BUDGET).await {
-            Ok(session) => {
+            Ok(mut session) => {
+                if let Some(line) = reason {
+                    session.explain_backend(line);
+                }
                 self.install(session, settings, run);
                 self.save(true).await;
             }

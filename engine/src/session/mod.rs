@@ -315,6 +315,11 @@ impl Session {
     pub fn adapter(&self) -> Option<&str> {
         self.runner.adapter()
     }
+    /// Replaces the backend line's reason (a caller that decided the backend itself, e.g. the page's
+    /// worker after asking for the adapter once).
+    pub fn explain_backend(&mut self, line: String) {
+        self.backend = line;
+    }
     /// Notices since the last call (a failed device, the run moved): for the user.
     pub fn take_notices(&mut self) -> Vec<String> {
         std::mem::take(&mut self.notices)
