@@ -211,15 +211,6 @@ impl<S: Scalar> Model<S> {
         Ok(Model { cfg, layout, params })
     }
 
-    /// The same model in another float type.
-    pub fn cast<T: Scalar>(&self) -> Model<T> {
-        Model {
-            cfg: self.cfg.clone(),
-            layout: self.layout.clone(),
-            params: self.params.iter().map(|x| T::of(x.to_f64().expect("finite"))).collect(),
-        }
-    }
-
     pub fn num_params(&self) -> usize {
         self.layout.total
     }

@@ -97,10 +97,6 @@ impl Layout {
         Layout { tensors, wte, wpe, blocks, lnf_w, lnf_b, head_w, head_b, total }
     }
 
-    pub fn find(&self, name: &str) -> Option<&TensorInfo> {
-        self.tensors.iter().find(|t| t.name == name)
-    }
-
     /// The slice of tensor `id` in a flat buffer laid out by this layout.
     pub fn of<'a, S>(&self, buf: &'a [S], id: usize) -> &'a [S] {
         &buf[self.tensors[id].range()]

@@ -119,19 +119,6 @@ impl Trainer {
         &self.cache
     }
 
-    /// Replaces the weights (e.g. with those trained by the GPU backend), keeping everything else.
-    pub fn set_params(&mut self, params: Vec<f32>) -> Result<()> {
-        if params.len() != self.model.num_params() {
-            return Err(Error::Config(format!(
-                "{} parameters given, the model has {}",
-                params.len(),
-                self.model.num_params()
-            )));
-        }
-        self.model.params = params;
-        Ok(())
-    }
-
     /// Everything a checkpoint holds: config, step, weights, optimizer state.
     pub fn snapshot(&self) -> crate::checkpoint::Snapshot {
         crate::checkpoint::Snapshot {
