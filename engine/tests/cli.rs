@@ -50,7 +50,7 @@ fn gradcheck_passes_and_reports_every_case() {
     let (ok, stdout, stderr) = lab(&["gradcheck", "--json"]);
     assert!(ok, "{stderr}");
     let s = last_json(&stdout);
-    assert!(s["max_rel_err"].as_f64().unwrap() < 1e-3);
+    assert!(s["max_rel_err"].as_f64().unwrap() < engine::gradcheck::TOLERANCE, "{s}");
     assert_eq!(s["cases"].as_array().unwrap().len(), 6);
 }
 

@@ -237,8 +237,9 @@ fn gradcheck(as_json: bool) -> Result<(), Error> {
         }
         println!("overall max relative error {max:.2e}");
     }
-    if max >= 1e-3 {
-        return Err(Error::Config(format!("gradient check failed: max relative error {max:.2e} >= 1e-3")));
+    let tol = engine::gradcheck::TOLERANCE;
+    if max >= tol {
+        return Err(Error::Config(format!("gradient check failed: max relative error {max:.2e} >= {tol:e}")));
     }
     Ok(())
 }
