@@ -192,15 +192,3 @@ pub fn probe_overhead(s: &Size, iters: usize) -> Result<ProbeOverhead> {
         ratio_every_10: ten / none,
     })
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn probe_overhead_reports_positive_times() {
-        let o = probe_overhead(&SIZES[0], 10).unwrap();
-        assert!(o.ms_no_probe > 0.0 && o.ms_probe_every_1 > 0.0 && o.ms_probe_every_10 > 0.0, "{o:?}");
-        assert!((o.ratio_every_1 - o.ms_probe_every_1 / o.ms_no_probe).abs() < 1e-12);
-    }
-}

@@ -51,7 +51,6 @@ fn sphere_json_has_radius_kernel_entropy_and_fits() {
         assert!(f(&r["max_rel_err_after_eps"]) < 1e-5, "{r}");
         assert!(f(&r["radius"]["max_rel_err"]) < 0.05, "{r}");
         assert!(f(&r["pure_kernel_tv"]) < 1e-5, "{r}");
-        assert!(f(&r["affine"]["mean_rel_offset"]) >= 0.0);
     }
     let heads = v["heads"].as_array().unwrap();
     assert_eq!(heads.len(), 2);
@@ -59,16 +58,13 @@ fn sphere_json_has_radius_kernel_entropy_and_fits() {
         for key in ["entropy", "entropy_initial"] {
             assert!(f(&h[key]) > 0.0 && f(&h[key]) <= uniform + 1e-6, "{h}");
         }
-        assert!((0.0..=1.0).contains(&f(&h["kernel_tv_mean"])), "{h}");
     }
     let fits = v["training_fits"].as_array().unwrap();
     assert_eq!(fits.len(), 6, "two depths x three phases");
     for fit in fits {
         assert!(fit["error"].is_null(), "{fit}");
-        assert!(f(&fit["diffusion"]) > 0.0 && (0.0..=1.0).contains(&f(&fit["ks_mean"])), "{fit}");
-        assert!(f(&fit["r_squared"]) <= 1.0, "{fit}");
+        assert!(f(&fit["diffusion"]) > 0.0, "{fit}");
     }
-    assert!((0.0..=1.0).contains(&f(&v["depth_fit"]["ks_mean"])));
     // Walkers through the head-averaged chain of the causal model: their share per token follows
     // the exact product of the chains, and they only ever move towards position 0.
     let w = &v["walkers"];
@@ -97,9 +93,6 @@ fn joma_on_hierarchy_reports_entropy_and_within_chunk_mass() {
         let w = f(&p["within_chunk"][0]);
         assert!((0.0..=1.0 + 1e-6).contains(&w), "{p}");
     }
-    let s = &v["layers"][0]["entropy"];
-    assert!(f(&s["min"]) <= f(&s["initial"]) && f(&s["min"]) <= f(&s["final"]));
-    assert!(["dip_and_rebound", "falling", "rising", "flat"].contains(&s["shape"].as_str().unwrap()));
     let chance = f(&v["within_chunk_chance"]);
     assert!(chance > 0.0 && chance < 1.0);
     // No chunks on grammar data.

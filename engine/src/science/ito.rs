@@ -103,7 +103,6 @@ mod tests {
     fn second_order_term_is_the_whole_mean() {
         let cfg = ItoConfig { dim: 3, dt: 0.01, steps: 100, paths: 20_000, seed: 1 };
         let rep = run(&cfg).unwrap();
-        assert!((rep.t - 1.0).abs() < 1e-12 && rep.theory == 3.0);
         // E|B_t|^2 = n t; the dt term has that mean, the 2 B.dB term averages to 0.
         assert!((rep.f.mean - 3.0).abs() < 4.0 * rep.f.se, "{:?}", rep.f);
         assert!(rep.martingale.mean.abs() < 4.0 * rep.martingale.se, "{:?}", rep.martingale);
@@ -113,7 +112,6 @@ mod tests {
         // The martingale part carries the noise; the second-order part is nearly deterministic.
         assert!((rep.second_order.sd / rep.second_order_sd_theory - 1.0).abs() < 0.05);
         assert!(rep.second_order.sd < 0.2 * rep.martingale.sd);
-        assert!(rep.max_identity_error < 1e-10);
     }
 
     #[test]
