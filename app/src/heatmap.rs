@@ -155,6 +155,7 @@ pub fn AttentionPanel(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                         .unwrap_or_else(|| "no attention yet".into())
                 }}
             </p>
+            {crate::panels::verdict_line("verdict-markov".into(), move || lab.panels.with(|p| p.as_ref().and_then(|p| p.verdicts.markov.clone())))}
             {crate::lab::gpu_copy_note(lab)}
         </section>
     }

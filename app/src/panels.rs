@@ -24,6 +24,27 @@ pub fn PngButton(canvas: &'static str, file: &'static str) -> impl IntoView {
     }
 }
 
+/// A panel's claim answered in words (computed by the engine), marked by how it came out.
+pub fn verdict_line(
+    id: String,
+    verdict: impl Fn() -> Option<engine::session::Verdict> + Send + Sync + Copy + 'static,
+) -> impl IntoView {
+    use engine::session::Agreement;
+    let tag = move || match verdict().map(|v| v.agreement) {
+        Some(Agreement::Agrees) => "agrees",
+        Some(Agreement::Partly) => "partly",
+        Some(Agreement::Disagrees) => "disagrees",
+        Some(Agreement::NotYet) | None => "not-yet",
+    };
+    view! {
+        <Show when=move || verdict().is_some()>
+            <p id=id.clone() class=move || format!("verdict {}", tag()) data-agreement=tag role="status">
+                {move || verdict().map(|v| v.sentence).unwrap_or_default()}
+            </p>
+        </Show>
+    }
+}
+
 fn join_losses(points: &[(usize, f32)]) -> String {
     points.iter().map(|(_, l)| format!("{l:.5}")).collect::<Vec<_>>().join(",")
 }
@@ -186,6 +207,14 @@ pub fn EntropyPanel(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                 aria-label="mean attention entropy of each layer by training step"
                 data-points=move || lab.entropy.with(Vec::len)
             ></canvas>
+            <div id="verdict-joma">
+                {move || {
+                    let n = lab.panels.with(|p| p.as_ref().map_or(0, |p| p.verdicts.joma.len()));
+                    (0..n)
+                        .map(|l| verdict_line(format!("verdict-joma-{l}"), move || lab.panels.with(|p| p.as_ref().and_then(|p| p.verdicts.joma.get(l).cloned()))))
+                        .collect_view()
+                }}
+            </div>
         </section>
     }
 }
@@ -372,6 +401,7 @@ pub fn BrownianPanel(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                 " per step; R² = " <span id="brownian-r2" data-value=move || r2().map(|v| v.to_string())>{move || shown(r2(), 3)}</span>
                 "; KS = " <span id="brownian-ks" data-value=move || ks().map(|v| v.to_string())>{move || shown(ks(), 3)}</span>
             </p>
+            {verdict_line("verdict-brownian".into(), move || lab.panels.with(|p| p.as_ref().and_then(|p| p.verdicts.brownian.clone())))}
             <p id="brownian-note" class="note">
                 {move || match current.get() {
                     None => "Train a little: the analysis needs three snapshots of the probe row.".to_string(),

@@ -407,6 +407,7 @@ pub fn SphereView(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                 on:pointercancel=on_up
                 on:keydown=on_key
             ></canvas>
+            {crate::panels::verdict_line("verdict-sphere".into(), move || lab.panels.with(|p| p.as_ref().and_then(|p| p.verdicts.sphere.clone())))}
             {crate::lab::gpu_copy_note(lab)}
         </section>
     }

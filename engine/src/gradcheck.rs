@@ -115,7 +115,14 @@ mod tests {
     fn every_tensor_matches_finite_differences() {
         for case in check_all().unwrap() {
             for t in &case.tensors {
-                assert!(t.rel_err < TOLERANCE, "{:?} causal={} {}: {}", case.activation, case.causal, t.name, t.rel_err);
+                assert!(
+                    t.rel_err < TOLERANCE,
+                    "{:?} causal={} {}: {}",
+                    case.activation,
+                    case.causal,
+                    t.name,
+                    t.rel_err
+                );
             }
         }
     }

@@ -98,6 +98,16 @@ fn a_session_trains_exactly_as_the_trainer_and_records_on_its_step_schedule() {
     let t = cfg.context;
     let att = p.attention_of(1, 3);
     assert_eq!(att, &s.probe().frames()[4].attention(&cfg, 1)[3 * t * t..4 * t * t]);
+    // The verdicts: on the sphere and a Markov chain, measured; Brownian's sentence carries its numbers.
+    use engine::session::Agreement;
+    assert_eq!(p.verdicts.sphere.as_ref().unwrap().agreement, Agreement::Agrees, "{:?}", p.verdicts.sphere);
+    assert_eq!(p.verdicts.markov.as_ref().unwrap().agreement, Agreement::Agrees, "{:?}", p.verdicts.markov);
+    assert_eq!(p.verdicts.joma.len(), cfg.layers);
+    assert!(
+        p.verdicts.brownian.as_ref().unwrap().sentence.contains("critical value 0.39 for 24 tokens"),
+        "{:?}",
+        p.verdicts.brownian
+    );
     let b = p.brownian.unwrap().unwrap();
     assert_eq!((b.times.len(), b.ghosts.len()), (4, t * 3));
     assert!(b.diffusion > 0.0 && (0.0..=1.0).contains(&b.ks));

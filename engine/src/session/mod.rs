@@ -15,6 +15,7 @@ pub mod experiment;
 pub mod panels;
 pub mod runner;
 pub mod summary;
+pub mod verdicts;
 
 use serde::{Deserialize, Serialize};
 
@@ -29,6 +30,7 @@ pub use experiment::{BackendChoice, Experiment, ProbeSchedule};
 pub use panels::{Brownian, EntropyPoint, Panels};
 pub use runner::Runner;
 pub use summary::Summary;
+pub use verdicts::{Agreement, Verdict, Verdicts};
 
 /// One point of the K-FAC / CG-FAC diagnostics history.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -12,6 +12,7 @@ use crate::science::fit::{compare_with_brownian, fit_diffusion};
 use crate::science::markov;
 use crate::science::probe::{Frame, Probe};
 use crate::science::sphere;
+use crate::session::verdicts::{self, Verdicts};
 
 /// Attention entropy of the probe rows at one recorded step.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -89,6 +90,8 @@ pub struct Panels {
     pub entropy: Vec<EntropyPoint>,
     /// None with fewer than three frames; the error says why no comparison could be made.
     pub brownian: Option<std::result::Result<Brownian, String>>,
+    /// The claims each panel tests, answered in words.
+    pub verdicts: Verdicts,
 }
 
 impl Panels {
@@ -179,6 +182,12 @@ pub fn panels(
         let depth = brownian_depth.min(cfg.layers);
         out.brownian = Some(brownian(probe, depth, &bases[depth], seed).map_err(|e| e.to_string()));
     }
+    out.verdicts = Verdicts {
+        sphere: verdicts::on_sphere(probe),
+        markov: verdicts::markov_chain(probe),
+        brownian: out.brownian.as_ref().and_then(|b| b.as_ref().ok()).map(|b| verdicts::brownian(b, cfg.context)),
+        joma: verdicts::joma(entropy, cfg.activation != crate::config::Activation::Identity),
+    };
     Ok(out)
 }
 

@@ -1,0 +1,245 @@
+//! The papers' claims answered in words from a session's measurements, with the numbers that make
+//! them meaningful (a tolerance, a critical value). The page shows them beside the panels; the
+//! words are computed here, never in the view.
+
+use serde::{Deserialize, Serialize};
+
+use crate::science::joma::{self, CurveShape};
+use crate::science::markov::{self, Validity};
+use crate::science::probe::Probe;
+use crate::science::sphere;
+use crate::session::panels::{Brownian, EntropyPoint};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Agreement {
+    Agrees,
+    Partly,
+    Disagrees,
+    /// Too few measurements yet.
+    NotYet,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Verdict {
+    pub agreement: Agreement,
+    /// One or two sentences a class can read: the answer first, then the number behind it.
+    pub sentence: String,
+}
+
+impl Verdict {
+    fn new(agreement: Agreement, sentence: String) -> Self {
+        Verdict { agreement, sentence }
+    }
+}
+
+/// Every verdict the panels show.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Verdicts {
+    pub sphere: Option<Verdict>,
+    pub markov: Option<Verdict>,
+    pub brownian: Option<Verdict>,
+    /// Per layer: does the attention entropy dip and rebound?
+    pub joma: Vec<Verdict>,
+}
+
+/// R² from which the straight decay of ln E[cos θ] counts as explaining the tokens' motion.
+pub const GOOD_R2: f64 = 0.9;
+
+/// The 5% critical value of the two-sample Kolmogorov-Smirnov distance for n and m samples.
+pub fn ks_critical(n: usize, m: usize) -> f64 {
+    let (n, m) = (n.max(1) as f64, m.max(1) as f64);
+    1.358 * ((n + m) / (n * m)).sqrt()
+}
+
+/// "Brownian or not?" in words: the fit's R², the KS distance against its 5% critical value, and what
+/// the tokens did instead when they did not diffuse.
+pub fn brownian(b: &Brownian, tokens: usize) -> Verdict {
+    let critical = ks_critical(tokens, tokens);
+    let fits = b.r_squared.is_finite() && b.r_squared >= GOOD_R2;
+    let same_law = b.ks.is_finite() && b.ks <= critical;
+    // A jump then a plateau: most of the fall of E[cos θ] happened by the first frame.
+    let first = b.mean_cos.first().copied().unwrap_or(1.0);
+    let last = b.mean_cos.last().copied().unwrap_or(1.0);
+    let jumped = b.mean_cos.len() >= 3 && (1.0 - first) > 0.8 * (1.0 - last) && (1.0 - last) > 0.05;
+    let fit_words = if !b.r_squared.is_finite() {
+        "the fit has too few frames for an R²".to_string()
+    } else if b.r_squared < 0.0 {
+        format!(
+            "R² = {:.2} is below 0: a flat line explains ln E[cos θ] better than diffusion's steady decay",
+            b.r_squared
+        )
+    } else {
+        format!(
+            "R² = {:.2} (a straight decay of ln E[cos θ] explains {:.0}% of its variation)",
+            b.r_squared,
+            100.0 * b.r_squared
+        )
+    };
+    let ks_words = format!(
+        "the angles from the start differ from Brownian walkers' by KS = {:.2}, {} the 5% critical value {:.2} for {tokens} tokens",
+        b.ks,
+        if same_law { "within" } else { "beyond" },
+        critical
+    );
+    let (agreement, head) = match (fits, same_law) {
+        (true, true) => (Agreement::Agrees, "Brownian: the tokens spread like a diffusion".to_string()),
+        (true, false) | (false, true) => (Agreement::Partly, "Partly Brownian".to_string()),
+        (false, false) if jumped => (
+            Agreement::Disagrees,
+            "Not Brownian: the tokens move in one jump early in training and then stay put; pure diffusion \
+             would keep spreading"
+                .to_string(),
+        ),
+        (false, false) => (Agreement::Disagrees, "Not Brownian: the tokens drift or cluster".to_string()),
+    };
+    Verdict::new(agreement, format!("{head}. {fit_words}; {ks_words}."))
+}
+
+/// LayerNorm puts every token on the sphere of radius sqrt(d): the probe's last frame, every depth.
+pub fn on_sphere(probe: &Probe) -> Option<Verdict> {
+    let frame = probe.frames().last()?;
+    let cfg = probe.config();
+    let mut worst = 0.0f64;
+    for depth in 0..=cfg.layers {
+        let u: Vec<f64> = frame.sphere(cfg, depth).iter().map(|&x| x as f64).collect();
+        worst = worst.max(sphere::radius_stats(&u, cfg.d_model).ok()?.max_rel_err);
+    }
+    // LayerNorm's eps shrinks |u| by about eps / (2 var) (|u|² = d var / (var + eps)): 1e-2 for the
+    // small-variance embeddings at step 0, far less later; more than 5% is not that.
+    let agrees = worst < 0.05;
+    let r = (cfg.d_model as f64).sqrt();
+    Some(Verdict::new(
+        if agrees { Agreement::Agrees } else { Agreement::Disagrees },
+        format!(
+            "{}: every token of the probe row is within {:.1e} (relative) of the sphere of radius √{} = {r:.2}, \
+             at every depth (LayerNorm's eps, added to each token's variance, explains the rest).",
+            if agrees { "On the sphere" } else { "Off the sphere" },
+            worst,
+            cfg.d_model
+        ),
+    ))
+}
+
+/// Attention is the transition matrix of a random walk: non-negative rows that sum to one.
+pub fn markov_chain(probe: &Probe) -> Option<Verdict> {
+    let frame = probe.frames().last()?;
+    let cfg = probe.config();
+    let t = cfg.context;
+    let mut worst = 0.0f64;
+    for l in 0..cfg.layers {
+        for p in frame.attention(cfg, l).chunks_exact(t * t) {
+            let p: Vec<f64> = p.iter().map(|&x| x as f64).collect();
+            match markov::check(&p, t, 1e-4) {
+                Validity::Ok { max_row_error } => worst = worst.max(max_row_error),
+                other => {
+                    return Some(Verdict::new(
+                        Agreement::Disagrees,
+                        format!("Not a Markov matrix: layer {l} fails the check ({other:?})."),
+                    ))
+                }
+            }
+        }
+    }
+    Some(Verdict::new(
+        Agreement::Agrees,
+        format!(
+            "A Markov chain: every row of every head is non-negative and sums to 1 within {worst:.1e}, so P is \
+             the transition matrix of a random walk over the positions."
+        ),
+    ))
+}
+
+/// JoMA: with a nonlinear MLP, attention entropy first falls (sparse), then rises again (dense).
+pub fn joma(entropy: &[EntropyPoint], nonlinear: bool) -> Vec<Verdict> {
+    let layers = entropy.first().map_or(0, |e| e.layers.len());
+    let steps: Vec<usize> = entropy.iter().map(|e| e.step).collect();
+    (0..layers)
+        .map(|l| {
+            let curve: Vec<f64> = entropy.iter().map(|e| e.layers[l]).collect();
+            if curve.len() < 3 {
+                return Verdict::new(Agreement::NotYet, format!("Layer {l}: too few frames yet."));
+            }
+            let Ok(s) = joma::summarize(&curve, Some(&steps)) else {
+                return Verdict::new(Agreement::NotYet, format!("Layer {l}: no finite entropy curve yet."));
+            };
+            let numbers = format!(
+                "entropy {:.2} → lowest {:.2} at step {} → {:.2} nats (changes under {} nats count as flat)",
+                s.initial,
+                s.min,
+                s.min_step,
+                s.last,
+                joma::SHAPE_TOL
+            );
+            let (agreement, words) = match (s.shape, nonlinear) {
+                (CurveShape::DipAndRebound, true) => {
+                    (Agreement::Agrees, "sparse, then dense again, as JoMA predicts for a nonlinear MLP")
+                }
+                (CurveShape::DipAndRebound, false) => (
+                    Agreement::Disagrees,
+                    "sparse, then dense again, although JoMA predicts that only with a nonlinear MLP",
+                ),
+                (CurveShape::Falling, true) => (Agreement::Partly, "sparser and staying sparse: no rebound (yet)"),
+                (CurveShape::Falling, false) => {
+                    (Agreement::Agrees, "sparser and staying sparse, as JoMA predicts without a nonlinearity")
+                }
+                (CurveShape::Rising, _) => (Agreement::Disagrees, "denser from the start: no sparse phase"),
+                (CurveShape::Flat, _) => (Agreement::Disagrees, "about as dense as it started: no clear phase"),
+            };
+            Verdict::new(agreement, format!("Layer {l}: {words}; {numbers}."))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fit(r_squared: f64, ks: f64, mean_cos: Vec<f64>) -> Brownian {
+        Brownian { r_squared, ks, mean_cos, ..Brownian::default() }
+    }
+
+    #[test]
+    fn the_ks_critical_value_is_the_textbook_one() {
+        // c(0.05) sqrt((n+m)/(nm)): 0.340 for 32 and 32, 0.043 for 2000 and 2000.
+        assert!((ks_critical(32, 32) - 0.3395).abs() < 1e-3);
+        assert!((ks_critical(2000, 2000) - 0.0429).abs() < 1e-3);
+    }
+
+    #[test]
+    fn brownian_verdicts_follow_the_numbers() {
+        let good = brownian(&fit(0.97, 0.2, vec![0.9, 0.8, 0.7]), 32);
+        assert_eq!(good.agreement, Agreement::Agrees);
+        assert!(good.sentence.starts_with("Brownian") && good.sentence.contains("within the 5% critical value 0.34"));
+        // The bug report's case: a jump to cos ~0.5 at the first frame, flat after, R^2 < 0.
+        let jump = brownian(&fit(-18.8, 0.438, vec![0.52, 0.5, 0.5, 0.49]), 32);
+        assert_eq!(jump.agreement, Agreement::Disagrees);
+        assert!(jump.sentence.contains("one jump early in training"), "{}", jump.sentence);
+        assert!(jump.sentence.contains("R² = -18.80 is below 0: a flat line explains"), "{}", jump.sentence);
+        assert!(jump.sentence.contains("beyond the 5% critical value"), "{}", jump.sentence);
+        let drift = brownian(&fit(0.5, 0.6, vec![0.95, 0.8, 0.5]), 32);
+        assert_eq!(drift.agreement, Agreement::Disagrees);
+        assert!(!drift.sentence.contains("jump"));
+        assert_eq!(brownian(&fit(0.95, 0.6, vec![0.9, 0.8, 0.7]), 32).agreement, Agreement::Partly);
+    }
+
+    fn curve(values: &[f64]) -> Vec<EntropyPoint> {
+        values
+            .iter()
+            .enumerate()
+            .map(|(i, &h)| EntropyPoint { step: 10 * i, layers: vec![h], heads: vec![h] })
+            .collect()
+    }
+
+    #[test]
+    fn joma_verdicts_follow_the_curve_and_the_mlp() {
+        let dip = curve(&[2.5, 2.0, 1.6, 1.9, 2.2]);
+        let v = &joma(&dip, true)[0];
+        assert_eq!(v.agreement, Agreement::Agrees);
+        assert!(v.sentence.contains("lowest 1.60 at step 20"), "{}", v.sentence);
+        assert_eq!(joma(&dip, false)[0].agreement, Agreement::Disagrees);
+        assert_eq!(joma(&curve(&[2.5, 2.0, 1.6, 1.6]), true)[0].agreement, Agreement::Partly);
+        assert_eq!(joma(&curve(&[2.5, 2.5, 2.51]), true)[0].agreement, Agreement::Disagrees);
+        assert_eq!(joma(&curve(&[2.5, 2.0]), true)[0].agreement, Agreement::NotYet);
+    }
+}
