@@ -1105,3 +1105,41 @@ test('presenter mode and the keys', { timeout: 120_000 }, async (t) => {
   assert.ok(await page.isVisible('#panel-settings'));
   assert.deepEqual(problems, [], 'no console errors or exceptions');
 });
+
+test('the guided tour: every step sets up its experiment, points at its panel and shows a measured verdict', { timeout: 240_000 }, async (t) => {
+  const { page, problems } = await launch(t);
+  await page.setViewportSize({ width: 1280, height: 800 });
+  const verdictOf = () => textOf(page, '#tour-verdict');
+  const expected = [
+    [/Tokens live on a sphere/, 'panel-sphere', /Measured: On the sphere: every token/],
+    [/Attention is a random walk/, 'panel-attention', /Measured: A Markov chain/],
+    [/Softmax is a Gaussian kernel/, 'panel-attention', /Measured: With queries and keys on one sphere .* total variation of [\d.]+/],
+    [/Random walk or Brownian motion\?/, 'panel-brownian', /Measured: (Brownian|Partly Brownian|Not Brownian).*critical value/],
+    [/Second order against Adam/, 'panel-loss', /Measured: .*after \d+ steps cgfac lr 0\.03 is at loss [\d.]+, adam lr 0\.01 at [\d.]+/],
+    [/JoMA: sparse, then dense/, 'panel-entropy', /Measured: Layer 0: .*entropy [\d.]+ → lowest .*Layer 1: .*entropy/],
+  ];
+  await open(page, '#tour=1');
+  for (const [i, [title, panel, verdict]] of expected.entries()) {
+    assert.match(await textOf(page, '#tour-title'), new RegExp(`step ${i + 1} of 6: ${title.source}`));
+    assert.ok(await page.evaluate((p) => document.getElementById(p).classList.contains('tour-focus'), panel), `step ${i + 1} points at #${panel}`);
+    if ((await phase(page)) !== 'training' && (await phase(page)) !== 'done') {
+      await page.selectOption('#pace', '0');
+      await page.click('#start');
+    }
+    await page.waitForFunction((v) => new RegExp(v).test(document.getElementById('tour-verdict')?.textContent ?? ''), verdict.source, { timeout: 60_000 });
+    t.diagnostic(`tour step ${i + 1}: ${await verdictOf()}`);
+    if (i + 1 < expected.length) {
+      await page.click('#tour-next');
+      await page.waitForFunction((n) => location.hash.includes(`tour=${n}`), i + 2, { timeout: 10_000 });
+    }
+  }
+  await page.screenshot({ path: join(ARTIFACTS, 'page-tour.png') });
+  // A link opens a step directly and hides what a class does not need.
+  await open(page, '#tour=3&hide=settings,model');
+  assert.match(await textOf(page, '#tour-title'), /step 3 of 6/);
+  assert.equal(await page.isVisible('#panel-settings'), false, 'the settings are hidden');
+  assert.equal(await page.isVisible('#download-model'), false, 'the model files are hidden');
+  await open(page, '#tour=9');
+  assert.match(await textOf(page, '#url-error'), /tour has steps 1 to 6/);
+  assert.deepEqual(problems, [], 'no console errors or exceptions');
+});

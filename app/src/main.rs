@@ -32,6 +32,7 @@ mod race;
 mod script_api;
 mod settings_panel;
 mod sphere_view;
+mod tour;
 mod url_state;
 
 use leptos::prelude::*;
@@ -87,13 +88,41 @@ fn fmt_loss(v: Option<f32>) -> String {
 
 #[component]
 fn App() -> impl IntoView {
-    let link = url_state::read();
+    let mut link = url_state::read();
+    // A tour step: its experiment, unless the link gives one of its own.
+    let tour_step = RwSignal::new(None::<usize>);
+    match link.tour {
+        Some(n) if (1..=tour::STEPS.len()).contains(&n) => {
+            tour_step.set(Some(n - 1));
+            if !url_state::has_experiment(&url_state::hash()) {
+                link.settings = spherewalk::settings::Settings::preset(tour::STEPS[n - 1].preset).unwrap_or_default();
+            }
+        }
+        Some(n) => {
+            link.problem = Some(format!("the link opens tour step {n}; the tour has steps 1 to {}", tour::STEPS.len()))
+        }
+        None => {}
+    }
     if let Some(p) = &link.problem {
         web_sys::console::warn_1(&format!("Spherewalk: {p}").into());
+    }
+    let hide = StoredValue::new(link.hide.clone());
+    if let Some(root) = web_sys::window().and_then(|w| w.document()).and_then(|d| d.document_element()) {
+        let _ = root.set_attribute("data-hide", &link.hide.join(" "));
     }
     let lab = Lab::new(link.settings);
     lab.link_errors.set(link.bad);
     let url_error = RwSignal::new(link.problem);
+    // What the address keeps beside the experiment: the tour step and the hidden parts.
+    let extra = move || {
+        let mut e = tour_step.get_untracked().map(|n| format!("&tour={}", n + 1)).unwrap_or_default();
+        hide.with_value(|h| {
+            if !h.is_empty() {
+                e.push_str(&format!("&hide={}", h.join(",")));
+            }
+        });
+        e
+    };
     let url_note = RwSignal::new(false);
     let export_json = RwSignal::new(String::new());
     let dark = dark_mode_signal();
@@ -107,7 +136,25 @@ fn App() -> impl IntoView {
             from_link.set_value(false);
             return;
         }
-        url_note.set(url_state::write(&settings));
+        url_note.set(url_state::write(&settings, &extra()));
+    });
+    // Moving through the tour writes its step into the address (a teacher links to it).
+    Effect::new(move |prev: Option<Option<usize>>| {
+        let now = tour_step.get();
+        if prev.is_some_and(|p| p != now) {
+            match now {
+                Some(_) => url_state::replace(&format!("#{}", extra().trim_start_matches('&'))),
+                None => {
+                    url_state::write(&lab.settings.get_untracked(), &extra());
+                }
+            }
+        }
+        if let Some(n) = now {
+            // After the page is drawn: the step's panel in view.
+            let panel = tour::STEPS[n].panel;
+            request_animation_frame(move || tour::focus(panel));
+        }
+        now
     });
 
     // A hash typed or pasted into the address bar of the open page applies at once.
@@ -248,6 +295,9 @@ fn App() -> impl IntoView {
                     >
                         {move || if presenter.get() { "Leave presenter mode" } else { "Presenter mode" }}
                     </button>
+                    <button id="tour-start" type="button" class="small" on:click=move |_| tour::open(lab, tour_step, 0)>
+                        "Guided tour"
+                    </button>
                     <button id="keys" type="button" class="small" aria-keyshortcuts="?" on:click=move |_| keys_help.update(|k| *k = !*k)>
                         "Keys"
                     </button>
@@ -276,6 +326,7 @@ fn App() -> impl IntoView {
                 </div>
             </Show>
 
+            <tour::TourPanel lab=lab step=tour_step />
             <Show when=move || lab.crashed.with(Option::is_some)>
                 <div id="crashed" class="error banner" role="alert">
                     {move || lab.crashed.get().unwrap_or_default()}

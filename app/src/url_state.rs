@@ -10,23 +10,54 @@ pub struct Read {
     pub problem: Option<String>,
     /// (field name as in the JSON, the value as the link wrote it, why it was not used)
     pub bad: Vec<(String, String, String)>,
+    /// `&tour=N`: the tour step the link opens (1-based, as written).
+    pub tour: Option<usize>,
+    /// `&hide=settings,model`: parts of the page a class does not need.
+    pub hide: Vec<String>,
+}
+
+/// The address's hash.
+pub fn hash() -> String {
+    web_sys::window().and_then(|w| w.location().hash().ok()).unwrap_or_default()
 }
 
 /// The settings the address asks for.
 pub fn read() -> Read {
-    let hash = web_sys::window().and_then(|w| w.location().hash().ok()).unwrap_or_default();
-    parse(&hash)
+    parse(&hash())
+}
+
+/// Whether a hash names an experiment (`s=` or `preset=`), beside a tour step or hidden parts.
+pub fn has_experiment(hash: &str) -> bool {
+    hash.trim_start_matches('#').split('&').any(|p| p.starts_with("s=") || p.starts_with("preset="))
 }
 
 fn whole(settings: Settings, problem: Option<String>) -> Read {
-    Read { settings, problem, bad: Vec::new() }
+    Read { settings, problem, bad: Vec::new(), tour: None, hide: Vec::new() }
 }
 
-/// Parses a location hash (with or without its leading `#`). A link with one bad value keeps every
-/// good one: the fields are applied one at a time to the default, and each one that does not make a
-/// usable experiment is left at the default and named.
+/// Parses a location hash: `&`-separated parts, the experiment (`s=` or `preset=`), `tour=N` and
+/// `hide=a,b` in any order; each may be missing.
 pub fn parse(hash: &str) -> Read {
-    let hash = hash.trim_start_matches('#');
+    let (mut tour, mut hide, mut rest) = (None, Vec::new(), Vec::new());
+    for part in hash.trim_start_matches('#').split('&').filter(|p| !p.is_empty()) {
+        if let Some(n) = part.strip_prefix("tour=") {
+            tour = Some(n.parse::<usize>().unwrap_or(0));
+        } else if let Some(list) = part.strip_prefix("hide=") {
+            hide = list.split(',').filter(|h| !h.is_empty()).map(String::from).collect();
+        } else {
+            rest.push(part);
+        }
+    }
+    let mut read = parse_experiment(&rest.join("&"));
+    read.tour = tour;
+    read.hide = hide;
+    read
+}
+
+/// Parses the experiment part of a hash. A link with one bad value keeps every good one: the fields
+/// are applied one at a time to the default, and each one that does not make a usable experiment is
+/// left at the default and named.
+fn parse_experiment(hash: &str) -> Read {
     if hash.is_empty() {
         return whole(Settings::default(), None);
     }
@@ -81,30 +112,36 @@ pub fn parse(hash: &str) -> Read {
             list.join("; ")
         )
     });
-    Read { settings, problem, bad }
+    Read { settings, problem, bad, tour: None, hide: Vec::new() }
 }
 
-/// The hash that reproduces `settings` (text longer than the limit is left out).
-pub fn encode(settings: &Settings) -> (String, bool) {
+/// The hash that reproduces `settings` (text longer than the limit is left out), then `extra`
+/// (`&tour=N&hide=...`).
+pub fn encode(settings: &Settings, extra: &str) -> (String, bool) {
     let mut s = settings.clone();
     let dropped = s.text.chars().count() > URL_TEXT_LIMIT;
     if dropped {
         s.text.clear();
     }
     let json = serde_json::to_string(&s).unwrap_or_default();
-    (format!("#s={}", String::from(js_sys::encode_uri_component(&json))), dropped)
+    (format!("#s={}{extra}", String::from(js_sys::encode_uri_component(&json))), dropped)
 }
 
-/// Writes the settings into the address bar without adding a history entry.
-pub fn write(settings: &Settings) -> bool {
-    let (hash, dropped) = encode(settings);
+/// Writes the settings (and `extra`) into the address bar without adding a history entry.
+pub fn write(settings: &Settings, extra: &str) -> bool {
+    let (hash, dropped) = encode(settings, extra);
+    replace(&hash);
+    dropped
+}
+
+/// Replaces the address's hash without adding a history entry.
+pub fn replace(hash: &str) {
     if let Some(w) = web_sys::window() {
         let current = w.location().hash().unwrap_or_default();
         if current != hash {
             if let Ok(h) = w.history() {
-                let _ = h.replace_state_with_url(&wasm_bindgen::JsValue::NULL, "", Some(&hash));
+                let _ = h.replace_state_with_url(&wasm_bindgen::JsValue::NULL, "", Some(hash));
             }
         }
     }
-    dropped
 }

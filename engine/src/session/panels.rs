@@ -185,6 +185,7 @@ pub fn panels(
     out.verdicts = Verdicts {
         sphere: verdicts::on_sphere(probe),
         markov: verdicts::markov_chain(probe),
+        kernel: verdicts::kernel(probe),
         brownian: out.brownian.as_ref().and_then(|b| b.as_ref().ok()).map(|b| verdicts::brownian(b, cfg.context)),
         joma: verdicts::joma(entropy, cfg.activation != crate::config::Activation::Identity),
     };

@@ -38,6 +38,7 @@ impl Verdict {
 pub struct Verdicts {
     pub sphere: Option<Verdict>,
     pub markov: Option<Verdict>,
+    pub kernel: Option<Verdict>,
     pub brownian: Option<Verdict>,
     /// Per layer: does the attention entropy dip and rebound?
     pub joma: Vec<Verdict>,
@@ -150,6 +151,81 @@ pub fn markov_chain(probe: &Probe) -> Option<Verdict> {
     ))
 }
 
+/// Softmax attention as a normalised Gaussian kernel (SCIENCE.md §3): exact when queries and keys
+/// lie on one sphere; for the learned heads, how far the two are (mean total variation).
+pub fn kernel(probe: &Probe) -> Option<Verdict> {
+    let frame = probe.frames().last()?;
+    let cfg = probe.config();
+    let (t, hs, c) = (cfg.context, cfg.head_size(), cfg.d_model);
+    let cache = probe.cache();
+    let mut tvs = Vec::new();
+    for l in 0..cfg.layers {
+        for h in 0..cfg.heads {
+            let (q, k) = crate::science::cache::queries_keys(cfg, cache, l, 0, h).ok()?;
+            let p = crate::science::cache::attention(cfg, cache, l, 0, h).ok()?;
+            tvs.push(markov::kernel_distance(&p, &q, &k, t, hs, cfg.causal).ok()?.mean);
+        }
+    }
+    // The identity itself, with Q = K = u, the probe row's points on the sphere.
+    let u: Vec<f64> = frame.sphere(cfg, 0)[..t * c].iter().map(|&x| x as f64).collect();
+    let pure = markov::softmax_attention(&u, &u, t, c, cfg.causal);
+    let identity = markov::kernel_distance(&pure, &u, &u, t, c, cfg.causal).ok()?.mean;
+    let mean = tvs.iter().sum::<f64>() / tvs.len().max(1) as f64;
+    let agreement = if mean < 0.05 {
+        Agreement::Agrees
+    } else if mean < 0.25 {
+        Agreement::Partly
+    } else {
+        Agreement::Disagrees
+    };
+    Some(Verdict::new(
+        agreement,
+        format!(
+            "With queries and keys on one sphere (Q = K = u) softmax attention is the row-normalised Gaussian \
+             kernel to {identity:.0e}. The learned heads differ from their Gaussian kernel by a mean total \
+             variation of {mean:.2} (0 identical, 1 disjoint): their keys do not all have the same length."
+        ),
+    ))
+}
+
+/// The race: the first entrant (the page's own run, second order) against the others, at the same
+/// step and at the same seconds of compute. `curves`: (label, (step, loss) points, (seconds, loss)).
+#[allow(clippy::type_complexity)]
+pub fn race(curves: &[(String, Vec<(usize, f32)>, Vec<(f64, f32)>)]) -> Option<Verdict> {
+    let [own, rival, ..] = curves else { return None };
+    let steps = own.1.len().min(rival.1.len());
+    if steps < 10 {
+        return None;
+    }
+    // Mean of the last tenth of the points up to the common step: one step's loss is noisy.
+    let late = |pts: &[(usize, f32)]| {
+        let tail = &pts[steps - (steps / 10).max(1)..steps];
+        tail.iter().map(|p| p.1 as f64).sum::<f64>() / tail.len() as f64
+    };
+    let (a, b) = (late(&own.1), late(&rival.1));
+    let at_time = |pts: &[(f64, f32)], t: f64| pts.iter().take_while(|p| p.0 <= t).last().map(|p| p.1 as f64);
+    let t = own.2.last().map(|p| p.0).unwrap_or(0.0).min(rival.2.last().map(|p| p.0).unwrap_or(0.0));
+    let by_time = match (at_time(&own.2, t), at_time(&rival.2, t)) {
+        (Some(x), Some(y)) if t > 0.0 => format!(
+            " After {t:.1} s of compute: {} at {x:.3}, {} at {y:.3} ({}).",
+            own.0,
+            rival.0,
+            if x < y { "ahead in time too" } else { "behind in time: its steps cost more" }
+        ),
+        _ => String::new(),
+    };
+    let ahead = a < b;
+    Some(Verdict::new(
+        if ahead { Agreement::Agrees } else { Agreement::Disagrees },
+        format!(
+            "{}: after {steps} steps {} is at loss {a:.3}, {} at {b:.3} (the mean of the last tenth).{by_time}",
+            if ahead { "Fewer steps with second order" } else { "Second order is not ahead in steps" },
+            own.0,
+            rival.0
+        ),
+    ))
+}
+
 /// JoMA: with a nonlinear MLP, attention entropy first falls (sparse), then rises again (dense).
 pub fn joma(entropy: &[EntropyPoint], nonlinear: bool) -> Vec<Verdict> {
     let layers = entropy.first().map_or(0, |e| e.layers.len());
@@ -229,6 +305,32 @@ mod tests {
             .enumerate()
             .map(|(i, &h)| EntropyPoint { step: 10 * i, layers: vec![h], heads: vec![h] })
             .collect()
+    }
+
+    #[test]
+    fn race_verdicts_compare_at_equal_steps_and_seconds() {
+        let curve = |f: fn(usize) -> f32| (0..40).map(|s| (s + 1, f(s))).collect::<Vec<_>>();
+        let times = |dt: f64, f: fn(usize) -> f32| (0..40).map(|s| ((s + 1) as f64 * dt, f(s))).collect::<Vec<_>>();
+        let fast: fn(usize) -> f32 = |s| 3.0 - 0.05 * s as f32;
+        let slow: fn(usize) -> f32 = |s| 3.0 - 0.02 * s as f32;
+        let v =
+            race(&[("cgfac".into(), curve(fast), times(0.1, fast)), ("adam".into(), curve(slow), times(0.01, slow))])
+                .unwrap();
+        assert_eq!(v.agreement, Agreement::Agrees);
+        // Last tenth of 40 steps: steps 37..40 (indices 36..39): 3 - 0.05 * 37.5 = 1.125.
+        assert!(
+            v.sentence.contains("cgfac is at loss 1.125") && v.sentence.contains("adam at 2.250"),
+            "{}",
+            v.sentence
+        );
+        assert!(
+            v.sentence.contains("After 0.4 s of compute") && v.sentence.contains("behind in time"),
+            "{}",
+            v.sentence
+        );
+        let v = race(&[("cgfac".into(), curve(slow), vec![]), ("adam".into(), curve(fast), vec![])]).unwrap();
+        assert_eq!(v.agreement, Agreement::Disagrees);
+        assert!(race(&[("cgfac".into(), curve(fast), vec![])]).is_none());
     }
 
     #[test]

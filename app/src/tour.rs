@@ -1,0 +1,194 @@
+//! The guided tour: the two papers' claims, one step each. A step sets up its experiment, points at
+//! its panel, says what to look for, and shows the verdict the engine measured on the run. The step
+//! lives in the address (`#tour=3`), so a teacher can link to it.
+
+use engine::session::Verdict;
+use leptos::prelude::*;
+use spherewalk::settings::Settings;
+
+use crate::lab::Lab;
+
+/// Which measured verdict a step shows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Claim {
+    Sphere,
+    Markov,
+    Kernel,
+    Brownian,
+    Race,
+    Joma,
+}
+
+pub struct Step {
+    pub title: &'static str,
+    pub preset: &'static str,
+    /// The id of the panel the step points at.
+    pub panel: &'static str,
+    pub text: &'static str,
+    pub look: &'static str,
+    pub claim: Claim,
+}
+
+pub const STEPS: [Step; 6] = [
+    Step {
+        title: "Tokens live on a sphere",
+        preset: "sphere",
+        panel: "panel-sphere",
+        text: "LayerNorm subtracts each token's mean and divides by its spread, so every token vector lands on \
+               the sphere of radius √d. The view shows one fixed sentence's tokens in 3-D.",
+        look: "The dots never leave the ball's surface; as the model learns, tokens of the same kind gather.",
+        claim: Claim::Sphere,
+    },
+    Step {
+        title: "Attention is a random walk",
+        preset: "sphere",
+        panel: "panel-attention",
+        text: "Each row of an attention matrix is where one token looks: non-negative weights that sum to 1. \
+               That is the transition matrix of a random walk over the positions; P^k is k steps of it.",
+        look: "Bright cells are likely jumps. Raise the power k: the walk forgets where it started.",
+        claim: Claim::Markov,
+    },
+    Step {
+        title: "Softmax is a Gaussian kernel",
+        preset: "sphere",
+        panel: "panel-attention",
+        text: "exp(q·k/√d) = exp(-|q-k|²/(2√d)) times factors of |q| and |k|: on a sphere, where every key has \
+               the same length, softmax attention is a normalised Gaussian kernel of the distance.",
+        look: "The verdict measures how far the learned heads are from that kernel, and that the identity is exact on the sphere.",
+        claim: Claim::Kernel,
+    },
+    Step {
+        title: "Random walk or Brownian motion?",
+        preset: "brownian",
+        panel: "panel-brownian",
+        text: "In the continuum limit a random walk on the sphere is Brownian motion: the mean cosine to the start \
+               decays as exp(-(n-1)Dt/R²). Do the tokens move like that over training?",
+        look: "Blue dots (tokens) against the orange closed form and the green simulated walkers; turn on the ghosts in the sphere view.",
+        claim: Claim::Brownian,
+    },
+    Step {
+        title: "Second order against Adam",
+        preset: "race",
+        panel: "panel-loss",
+        text: "If tokens diffuse, second-order terms matter (Itô's lemma), and a second-order optimizer should need \
+               fewer steps. CG-FAC and Adam train at the same time on the same data from the same weights.",
+        look: "The loss chart compares them per step; the race chart per second of compute.",
+        claim: Claim::Race,
+    },
+    Step {
+        title: "JoMA: sparse, then dense",
+        preset: "joma",
+        panel: "panel-entropy",
+        text: "JoMA predicts that attention first concentrates on the tokens that co-occur most (entropy falls), then \
+               spreads again as rarer ones are learned, when the MLP is nonlinear.",
+        look: "Each layer's entropy line: a dip and a rebound? The preset's MLP is the identity: switch to gelu to compare.",
+        claim: Claim::Joma,
+    },
+];
+
+/// The step's verdict on the run now shown.
+fn verdict(lab: Lab, claim: Claim) -> Option<Verdict> {
+    match claim {
+        Claim::Race => lab.race.with(|r| {
+            let curves: Vec<_> = r.iter().map(|e| (e.label.clone(), e.train.clone(), e.by_time.clone())).collect();
+            engine::session::verdicts::race(&curves)
+        }),
+        _ => lab.panels.with(|p| {
+            let v = &p.as_ref()?.verdicts;
+            match claim {
+                Claim::Sphere => v.sphere.clone(),
+                Claim::Markov => v.markov.clone(),
+                Claim::Kernel => v.kernel.clone(),
+                Claim::Brownian => v.brownian.clone(),
+                Claim::Joma => (!v.joma.is_empty()).then(|| Verdict {
+                    agreement: v.joma.last().map_or(engine::session::Agreement::NotYet, |j| j.agreement),
+                    sentence: v.joma.iter().map(|j| j.sentence.clone()).collect::<Vec<_>>().join(" "),
+                }),
+                Claim::Race => None,
+            }
+        }),
+    }
+}
+
+/// Opens step `n` (0-based): its experiment, its panel in view and marked, the address.
+pub fn open(lab: Lab, step: RwSignal<Option<usize>>, n: usize) {
+    let Some(s) = STEPS.get(n) else { return };
+    step.set(Some(n));
+    if lab.settings.with_untracked(|now| now.preset != s.preset) {
+        lab.reset();
+        if let Some(settings) = Settings::preset(s.preset) {
+            lab.settings.set(settings);
+        }
+    }
+    focus(s.panel);
+}
+
+/// Marks the step's panel and brings it into view.
+pub fn focus(panel: &str) {
+    let Some(doc) = web_sys::window().and_then(|w| w.document()) else { return };
+    if let Ok(marked) = doc.query_selector_all(".tour-focus") {
+        for i in 0..marked.length() {
+            if let Some(e) = marked.item(i).and_then(|n| wasm_bindgen::JsCast::dyn_into::<web_sys::Element>(n).ok()) {
+                let _ = e.class_list().remove_1("tour-focus");
+            }
+        }
+    }
+    if let Some(e) = doc.get_element_by_id(panel) {
+        let _ = e.class_list().add_1("tour-focus");
+        e.scroll_into_view();
+    }
+}
+
+#[component]
+pub fn TourPanel(lab: Lab, step: RwSignal<Option<usize>>) -> impl IntoView {
+    let current = move || step.get().and_then(|n| STEPS.get(n).map(|s| (n, s)));
+    let verdict_text = move || {
+        current()
+            .and_then(|(_, s)| verdict(lab, s.claim))
+            .map(|v| v.sentence)
+            .unwrap_or_else(|| "Press Start: the verdict appears once the run has measured it.".to_string())
+    };
+    view! {
+        <Show when=move || current().is_some()>
+            <section id="tour" class="panel tour" aria-labelledby="tour-title" data-step=move || step.get().map(|n| n + 1)>
+                <h2 id="tour-title">
+                    {move || current().map(|(n, s)| format!("Tour, step {} of {}: {}", n + 1, STEPS.len(), s.title)).unwrap_or_default()}
+                </h2>
+                <p>{move || current().map(|(_, s)| s.text).unwrap_or_default()}</p>
+                <p><strong>"Look for: "</strong>{move || current().map(|(_, s)| s.look).unwrap_or_default()}</p>
+                <p id="tour-verdict"><strong>"Measured: "</strong>{verdict_text}</p>
+                <div class="row">
+                    <button
+                        id="tour-prev"
+                        type="button"
+                        class="small"
+                        disabled=move || step.get().is_none_or(|n| n == 0)
+                        on:click=move |_| {
+                            if let Some(n) = step.get_untracked() {
+                                open(lab, step, n.saturating_sub(1));
+                            }
+                        }
+                    >
+                        "Previous"
+                    </button>
+                    <button
+                        id="tour-next"
+                        type="button"
+                        class="small"
+                        disabled=move || step.get().is_none_or(|n| n + 1 >= STEPS.len())
+                        on:click=move |_| {
+                            if let Some(n) = step.get_untracked() {
+                                open(lab, step, n + 1);
+                            }
+                        }
+                    >
+                        "Next"
+                    </button>
+                    <button id="tour-leave" type="button" class="small" on:click=move |_| step.set(None)>
+                        "Leave the tour"
+                    </button>
+                </div>
+            </section>
+        </Show>
+    }
+}
