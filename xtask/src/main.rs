@@ -447,7 +447,8 @@ impl Ctx {
         c.args(["test", "-p", "engine", "--no-default-features", "--target", WASM_TARGET])
             .args(extra)
             .env("CHROMEDRIVER", CHROMEDRIVER)
-            .env("WASM_BINDGEN_TEST_TIMEOUT", "120")
+            // SwiftShader runs the WebGPU parity tests on the CPU: generous on a loaded 2-core machine.
+            .env("WASM_BINDGEN_TEST_TIMEOUT", "300")
             // Run in the browser even where a test file has no `run_in_browser` configure line.
             .env("WASM_BINDGEN_USE_BROWSER", "1")
             // Chromium flags (WebGPU on SwiftShader, closed network); the runner adds
