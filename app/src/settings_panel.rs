@@ -60,6 +60,22 @@ fn number_field(
     }
 }
 
+/// A number field bound to `settings.$field`, read from the form's text by `$parse`.
+macro_rules! number {
+    ($lab:expr, $id:literal, $label:literal, $field:ident, $parse:expr) => {
+        number_field(
+            $lab,
+            $id,
+            $label,
+            |s| s.$field.to_string(),
+            |s, v| {
+                s.$field = $parse(v)?;
+                Ok(())
+            },
+        )
+    };
+}
+
 fn count(label: &'static str, max: usize) -> impl Fn(&str) -> Result<usize, String> {
     move |v| settings::parse_count(label, v, max)
 }
@@ -157,22 +173,10 @@ pub fn SettingsPanel(lab: Lab) -> impl IntoView {
                         <option value="text">"your text"</option>
                     </select>
                 </label>
-                {number_field(lab, "d-model", "d_model", |s| s.d_model.to_string(), |s, v| {
-                    s.d_model = count("d_model", 1024)(v)?;
-                    Ok(())
-                })}
-                {number_field(lab, "layers", "layers", |s| s.layers.to_string(), |s, v| {
-                    s.layers = count("layers", 32)(v)?;
-                    Ok(())
-                })}
-                {number_field(lab, "heads", "heads", |s| s.heads.to_string(), |s, v| {
-                    s.heads = count("heads", 1024)(v)?;
-                    Ok(())
-                })}
-                {number_field(lab, "context", "context", |s| s.context.to_string(), |s, v| {
-                    s.context = count("context", 1024)(v)?;
-                    Ok(())
-                })}
+                {number!(lab, "d-model", "d_model", d_model, count("d_model", 1024))}
+                {number!(lab, "layers", "layers", layers, count("layers", 32))}
+                {number!(lab, "heads", "heads", heads, count("heads", 1024))}
+                {number!(lab, "context", "context", context, count("context", 1024))}
                 <label for="activation">
                     "Activation"
                     <select
@@ -230,22 +234,10 @@ pub fn SettingsPanel(lab: Lab) -> impl IntoView {
                         <option value="cgfac">"cgfac"</option>
                     </select>
                 </label>
-                {number_field(lab, "lr", "learning rate", |s| s.lr.to_string(), |s, v| {
-                    s.lr = settings::parse_lr(v)?;
-                    Ok(())
-                })}
-                {number_field(lab, "steps", "steps", |s| s.steps.to_string(), |s, v| {
-                    s.steps = count("steps", settings::MAX_STEPS)(v)?;
-                    Ok(())
-                })}
-                {number_field(lab, "batch", "batch", |s| s.batch.to_string(), |s, v| {
-                    s.batch = count("batch", 1024)(v)?;
-                    Ok(())
-                })}
-                {number_field(lab, "seed", "seed", |s| s.seed.to_string(), |s, v| {
-                    s.seed = settings::parse_seed(v)?;
-                    Ok(())
-                })}
+                {number!(lab, "lr", "learning rate", lr, settings::parse_lr)}
+                {number!(lab, "steps", "steps", steps, count("steps", settings::MAX_STEPS))}
+                {number!(lab, "batch", "batch", batch, count("batch", 1024))}
+                {number!(lab, "seed", "seed", seed, settings::parse_seed)}
             </div>
             <Show when=is_text>
                 <label for="text-input" class="wide">
