@@ -69,6 +69,42 @@ function readPage(page) {
   });
 }
 
+/** WCAG contrast of every visible text (and form control) against the background behind it:
+ * AA is 4.5:1, or 3:1 for large text. Disabled controls are exempt, as WCAG has it. */
+function contrastReport(page) {
+  return page.evaluate(() => (() => {
+  const parse = (c) => { const m = c.match(/rgba?\(([^)]+)\)/); if (!m) return null; const v = m[1].split(/[ ,/]+/).filter(Boolean).map(Number); return { r: v[0], g: v[1], b: v[2], a: v.length > 3 ? v[3] : 1 }; };
+  const lum = ({ r, g, b }) => { const f = (x) => { x /= 255; return x <= 0.03928 ? x / 12.92 : ((x + 0.055) / 1.055) ** 2.4; }; return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b); };
+  const over = (top, bot) => ({ r: top.r * top.a + bot.r * (1 - top.a), g: top.g * top.a + bot.g * (1 - top.a), b: top.b * top.a + bot.b * (1 - top.a), a: 1 });
+  const background = (el) => {
+    const layers = [];
+    for (let e = el; e; e = e.parentElement) { const c = parse(getComputedStyle(e).backgroundColor); if (c && c.a > 0) { layers.push(c); if (c.a >= 1) break; } }
+    let bg = { r: 255, g: 255, b: 255, a: 1 };
+    for (const c of layers.reverse()) bg = over(c, bg);
+    return bg;
+  };
+  const bad = [];
+  let checked = 0;
+  for (const el of document.querySelectorAll('body *')) {
+    if (!el.checkVisibility?.() || el.closest('[disabled],[hidden]') || el.disabled) continue;
+    const own = [...el.childNodes].some((n) => n.nodeType === 3 && n.textContent.trim());
+    if (!own && !['INPUT', 'SELECT', 'TEXTAREA'].includes(el.tagName)) continue;
+    const s = getComputedStyle(el);
+    let op = 1; for (let e = el; e; e = e.parentElement) op *= Number(getComputedStyle(e).opacity);
+    if (op < 1) continue;
+    const bg = background(el);
+    const fg = over(parse(s.color), bg);
+    const [a, b] = [lum(fg) + 0.05, lum(bg) + 0.05];
+    const ratio = Math.max(a, b) / Math.min(a, b);
+    const size = parseFloat(s.fontSize), bold = Number(s.fontWeight) >= 700;
+    const need = size >= 24 || (bold && size >= 18.66) ? 3 : 4.5;
+    checked++;
+    if (ratio < need) bad.push(`${el.tagName.toLowerCase()}${el.id ? '#' + el.id : ''}.${el.className} "${(el.textContent || el.value || '').trim().slice(0, 30)}" ${ratio.toFixed(2)} < ${need} (${s.color} on rgb(${bg.r|0},${bg.g|0},${bg.b|0}))`);
+  }
+  return { checked, bad };
+})());
+}
+
 const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length;
 
 test('the page trains the default experiment in the browser and the loss goes down', {
@@ -211,7 +247,7 @@ test('the page trains the default experiment in the browser and the loss goes do
 // ---------------------------------------------------------------- the lab's features
 
 /** A fresh headless Chromium with the page's problems (console errors, exceptions) collected. */
-async function launch(t) {
+async function launch(t, options = {}) {
   mkdirSync(ARTIFACTS, { recursive: true });
   const userDataDir = mkdtempSync(join(tmpdir(), 'spherewalk-chromium-'));
   const context = await chromium.launchPersistentContext(userDataDir, {
@@ -221,6 +257,7 @@ async function launch(t) {
     viewport: { width: 1100, height: 1000 },
     colorScheme: 'light',
     acceptDownloads: true,
+    ...options,
   });
   const page = context.pages()[0] ?? (await context.newPage());
   t.after(async () => {
@@ -1095,8 +1132,11 @@ test('presenter mode and the keys', { timeout: 120_000 }, async (t) => {
   await waitPhase(page, ['training']);
   await page.keyboard.press('Space');
   await waitPhase(page, ['paused']);
+  const stageTop = async () => (await page.locator('#panel-sphere').boundingBox()).y;
+  const before = await stageTop();
   await page.keyboard.press('?');
   assert.match(await textOf(page, '#keys-help'), /Space.*start, pause.*presenter mode.*full screen/s);
+  assert.equal(await stageTop(), before, 'the list of keys floats over the page: the picture stays where it was');
   await page.screenshot({ path: join(ARTIFACTS, 'page-presenter.png') });
   await page.keyboard.press('Escape');
   assert.equal(await page.$('#keys-help'), null, 'Escape closes the list');
@@ -1118,7 +1158,10 @@ test('the guided tour: every step sets up its experiment, points at its panel an
     [/Second order against Adam/, 'panel-loss', /Measured: .*after \d+ steps cgfac lr 0\.03 is at loss [\d.]+, adam lr 0\.01 at [\d.]+/],
     [/JoMA: sparse, then dense/, 'panel-entropy', /Measured: Layer 0: .*entropy [\d.]+ → lowest .*Layer 1: .*entropy/],
   ];
+  await open(page, '');
+  const sphereAlone = await page.locator('#panel-sphere').boundingBox();
   await open(page, '#tour=1');
+  assert.deepEqual(await page.locator('#panel-sphere').boundingBox(), sphereAlone, 'the tour box does not push the picture down');
   for (const [i, [title, panel, verdict]] of expected.entries()) {
     assert.match(await textOf(page, '#tour-title'), new RegExp(`step ${i + 1} of 6: ${title.source}`));
     assert.ok(await page.evaluate((p) => document.getElementById(p).classList.contains('tour-focus'), panel), `step ${i + 1} points at #${panel}`);
@@ -1134,6 +1177,11 @@ test('the guided tour: every step sets up its experiment, points at its panel an
     }
   }
   await page.screenshot({ path: join(ARTIFACTS, 'page-tour.png') });
+  const tall = (await page.locator('#tour').boundingBox()).height;
+  await page.click('#tour-fold');
+  const folded = (await page.locator('#tour').boundingBox()).height;
+  assert.ok(folded < tall * 0.8, `folding the box shrinks it (${tall} -> ${folded} px)`);
+  assert.match(await verdictOf(), /Measured: Layer 0/, 'and keeps the verdict');
   // A link opens a step directly and hides what a class does not need.
   await open(page, '#tour=3&hide=settings,model');
   assert.match(await textOf(page, '#tour-title'), /step 3 of 6/);
@@ -1141,5 +1189,66 @@ test('the guided tour: every step sets up its experiment, points at its panel an
   assert.equal(await page.isVisible('#download-model'), false, 'the model files are hidden');
   await open(page, '#tour=9');
   assert.match(await textOf(page, '#url-error'), /tour has steps 1 to 6/);
+  assert.deepEqual(problems, [], 'no console errors or exceptions');
+});
+
+test('contrast: every text meets WCAG AA in the light and the dark theme, and in presenter mode', { timeout: 120_000 }, async (t) => {
+  const { page, problems } = await launch(t);
+  await page.setViewportSize({ width: 1280, height: 800 });
+  await open(page, '#tour=1');
+  await page.click('#step-once');
+  await stepTo(page, 1, 30_000);
+  for (const theme of ['light', 'dark']) {
+    if ((await page.evaluate(() => document.documentElement.dataset.theme)) !== theme) await page.click('#theme');
+    await page.waitForFunction((th) => document.documentElement.dataset.theme === th, theme);
+    for (const presenter of [false, true]) {
+      if (presenter) await page.keyboard.press('p');
+      const { checked, bad } = await contrastReport(page);
+      t.diagnostic(`${theme}${presenter ? ', presenter' : ''}: ${checked} texts checked`);
+      assert.ok(checked > 50, `the check saw the page's texts (${checked})`);
+      assert.deepEqual(bad, [], `${theme} theme${presenter ? ' in presenter mode' : ''}: texts below AA`);
+      if (presenter) await page.keyboard.press('p');
+    }
+  }
+  assert.deepEqual(problems, [], 'no console errors or exceptions');
+});
+
+test('touch: one finger scrolls the page over the sphere, two fingers turn it, and the toggle turns it with one', { timeout: 120_000 }, async (t) => {
+  const { context, page, problems } = await launch(t, { viewport: { width: 390, height: 844 }, hasTouch: true, isMobile: true });
+  await open(page, '');
+  await page.click('#step-once');
+  await stepTo(page, 1, 30_000);
+  const cdp = await context.newCDPSession(page);
+  const box = {};
+  const inView = async () => {
+    await page.evaluate(() => document.getElementById('sphere').scrollIntoView({ block: 'start' }));
+    Object.assign(box, await page.locator('#sphere').boundingBox());
+  };
+  const touch = async (type, points) => cdp.send('Input.dispatchTouchEvent', { type, touchPoints: points.map(([x, y], id) => ({ x, y, id })) });
+  const swipe = async (fingers, dx, dy) => {
+    const at = fingers.map((f) => [box.x + box.width / 2 + f, box.y + box.height / 2]);
+    await touch('touchStart', at);
+    for (let i = 1; i <= 10; i++) await touch('touchMove', at.map(([x, y]) => [x + (dx * i) / 10, y + (dy * i) / 10]));
+    await touch('touchEnd', []);
+    await page.waitForTimeout(300);
+  };
+  const yaw = async () => Number(await page.getAttribute('#sphere', 'data-yaw'));
+  const scrollY = () => page.evaluate(() => window.scrollY);
+  assert.ok(await page.isVisible('#one-finger'), 'a touch screen shows the one-finger toggle');
+  await inView();
+  let [yaw0, y0] = [await yaw(), await scrollY()];
+  await swipe([0], 0, -200);
+  assert.ok((await scrollY()) > y0 + 50, `one finger up scrolls the page (${y0} -> ${await scrollY()})`);
+  assert.equal(await yaw(), yaw0, 'and does not turn the ball');
+  await inView();
+  yaw0 = await yaw();
+  await swipe([-30, 30], 120, 0);
+  assert.ok((await yaw()) > yaw0 + 0.3, `two fingers turn the ball (yaw ${yaw0} -> ${await yaw()})`);
+  await page.check('#one-finger');
+  assert.equal(await page.evaluate(() => getComputedStyle(document.getElementById('sphere')).touchAction), 'none');
+  await inView();
+  yaw0 = await yaw();
+  await swipe([0], 120, 0);
+  assert.ok((await yaw()) > yaw0 + 0.3, `with the toggle one finger turns it (yaw ${yaw0} -> ${await yaw()})`);
   assert.deepEqual(problems, [], 'no console errors or exceptions');
 });

@@ -252,7 +252,6 @@ pub fn SphereView(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
     };
     let drawn = RwSignal::new(0usize);
     let ghosts_drawn = RwSignal::new(0usize);
-    let drag = StoredValue::new(None::<(f64, f64)>);
     let max_depth =
         move || lab.panels.with(|s| s.as_ref().map(|s| s.layers)).unwrap_or(lab.settings.with(|s| s.layers));
 
@@ -278,21 +277,36 @@ pub fn SphereView(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
         }
     });
 
+    // Pointers down on the ball. A mouse or pen turns it; on a touch screen one finger scrolls the
+    // page (touch-action: pan-y) and two fingers turn the ball, or one with the "one-finger turn" toggle.
+    let pointers = StoredValue::new(Vec::<(i32, bool, f64, f64)>::new());
+    let one_finger = RwSignal::new(false);
     let on_down = move |ev: leptos::ev::PointerEvent| {
-        drag.set_value(Some((ev.client_x() as f64, ev.client_y() as f64)));
+        let touch = ev.pointer_type() == "touch";
+        pointers.update_value(|p| p.push((ev.pointer_id(), touch, ev.client_x() as f64, ev.client_y() as f64)));
         if let Some(c) = canvas_ref.get_untracked() {
             let _ = c.set_pointer_capture(ev.pointer_id());
         }
     };
     let on_move = move |ev: leptos::ev::PointerEvent| {
-        if let Some((x0, y0)) = drag.get_value() {
-            let (x, y) = (ev.client_x() as f64, ev.client_y() as f64);
-            lab.yaw.update(|v| *v += (x - x0) * 0.01);
-            lab.pitch.update(|v| *v = (*v + (y - y0) * 0.01).clamp(-1.5, 1.5));
-            drag.set_value(Some((x, y)));
+        let (x, y) = (ev.client_x() as f64, ev.client_y() as f64);
+        let turn = pointers.try_update_value(|p| {
+            let touches = p.iter().filter(|q| q.1).count();
+            let q = p.iter_mut().find(|q| q.0 == ev.pointer_id())?;
+            let delta = (x - q.2, y - q.3);
+            (q.2, q.3) = (x, y);
+            match (q.1, touches) {
+                (false, _) => Some(delta),
+                (true, n) if n >= 2 || one_finger.get_untracked() => Some((delta.0 / n as f64, delta.1 / n as f64)),
+                _ => None,
+            }
+        });
+        if let Some(Some((dx, dy))) = turn {
+            lab.yaw.update(|v| *v += dx * 0.01);
+            lab.pitch.update(|v| *v = (*v + dy * 0.01).clamp(-1.5, 1.5));
         }
     };
-    let on_up = move |_: leptos::ev::PointerEvent| drag.set_value(None);
+    let on_up = move |ev: leptos::ev::PointerEvent| pointers.update_value(|p| p.retain(|q| q.0 != ev.pointer_id()));
     let on_key = move |ev: leptos::ev::KeyboardEvent| {
         let turn = match ev.key().as_str() {
             "ArrowLeft" => (-0.1, 0.0),
@@ -379,6 +393,15 @@ pub fn SphereView(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                     />
                     " trails"
                 </label>
+                <label for="one-finger" class="touch-only">
+                    <input
+                        id="one-finger"
+                        type="checkbox"
+                        prop:checked=move || one_finger.get()
+                        on:change=move |ev| one_finger.set(event_target_checked(&ev))
+                    />
+                    " one-finger turn"
+                </label>
                 <label for="ghosts">
                     <input
                         id="ghosts"
@@ -396,7 +419,9 @@ pub fn SphereView(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                 height="520"
                 tabindex="0"
                 role="img"
-                aria-label="tokens of the probe row as points on a sphere; drag or use arrow keys to rotate"
+                aria-label="tokens of the probe row as points on a sphere; drag (two fingers on a touch screen) or use arrow keys to rotate"
+                class:one-finger=move || one_finger.get()
+                data-yaw=move || format!("{:.3}", lab.yaw.get())
                 data-points=move || drawn.get()
                 data-ghosts=move || ghosts_drawn.get()
                 data-step=move || lab.panels.with(|s| s.as_ref().map(|s| s.step).unwrap_or(0))

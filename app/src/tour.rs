@@ -135,7 +135,10 @@ pub fn focus(panel: &str) {
     }
     if let Some(e) = doc.get_element_by_id(panel) {
         let _ = e.class_list().add_1("tour-focus");
-        e.scroll_into_view();
+        // Only as far as needed: a panel already in view stays where it is (and Start with it).
+        let opts = web_sys::ScrollIntoViewOptions::new();
+        opts.set_block(web_sys::ScrollLogicalPosition::Nearest);
+        e.scroll_into_view_with_scroll_into_view_options(&opts);
     }
 }
 
@@ -148,14 +151,18 @@ pub fn TourPanel(lab: Lab, step: RwSignal<Option<usize>>) -> impl IntoView {
             .map(|v| v.sentence)
             .unwrap_or_else(|| "Press Start: the verdict appears once the run has measured it.".to_string())
     };
+    // Folded, the box keeps its title, the verdict and the buttons: the panels behind it show.
+    let folded = RwSignal::new(false);
     view! {
         <Show when=move || current().is_some()>
             <section id="tour" class="panel tour" aria-labelledby="tour-title" data-step=move || step.get().map(|n| n + 1)>
                 <h2 id="tour-title">
                     {move || current().map(|(n, s)| format!("Tour, step {} of {}: {}", n + 1, STEPS.len(), s.title)).unwrap_or_default()}
                 </h2>
-                <p>{move || current().map(|(_, s)| s.text).unwrap_or_default()}</p>
-                <p><strong>"Look for: "</strong>{move || current().map(|(_, s)| s.look).unwrap_or_default()}</p>
+                <Show when=move || !folded.get()>
+                    <p>{move || current().map(|(_, s)| s.text).unwrap_or_default()}</p>
+                    <p><strong>"Look for: "</strong>{move || current().map(|(_, s)| s.look).unwrap_or_default()}</p>
+                </Show>
                 <p id="tour-verdict"><strong>"Measured: "</strong>{verdict_text}</p>
                 <div class="row">
                     <button
@@ -183,6 +190,15 @@ pub fn TourPanel(lab: Lab, step: RwSignal<Option<usize>>) -> impl IntoView {
                         }
                     >
                         "Next"
+                    </button>
+                    <button
+                        id="tour-fold"
+                        type="button"
+                        class="small"
+                        aria-expanded=move || (!folded.get()).to_string()
+                        on:click=move |_| folded.update(|f| *f = !*f)
+                    >
+                        {move || if folded.get() { "Show the text" } else { "Fold" }}
                     </button>
                     <button id="tour-leave" type="button" class="small" on:click=move |_| step.set(None)>
                         "Leave the tour"
