@@ -122,7 +122,7 @@ pub fn draw_lines_against(
     if !lines.is_empty() {
         chart
             .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
+            .position(legend_corner(lines, x_max.max(1.0), lo, hi))
             .background_style(theme.bg.mix(0.85))
             .border_style(theme.grid)
             .label_font(("sans-serif", 13).into_font().color(&theme.fg))
@@ -171,4 +171,21 @@ pub fn entropy_lines(entropy: &[(usize, Vec<f64>)]) -> Vec<Line> {
             dots: false,
         })
         .collect()
+}
+
+/// The corner of the plot whose quarter holds the fewest points: the legend goes there, so it does
+/// not cover the data (upper right when that is as empty as any).
+fn legend_corner(lines: &[Line], x_max: f64, lo: f64, hi: f64) -> SeriesLabelPosition {
+    let mut counts = [0usize; 4];
+    for (x, y) in lines.iter().flat_map(|l| l.points.iter().copied()).filter(|p| p.1.is_finite()) {
+        let (right, upper) = (x > 0.5 * x_max, y > 0.5 * (lo + hi));
+        counts[usize::from(right) * 2 + usize::from(upper)] += 1;
+    }
+    let corners = [
+        (counts[3], SeriesLabelPosition::UpperRight),
+        (counts[1], SeriesLabelPosition::UpperLeft),
+        (counts[2], SeriesLabelPosition::LowerRight),
+        (counts[0], SeriesLabelPosition::LowerLeft),
+    ];
+    corners.into_iter().min_by_key(|c| c.0).map_or(SeriesLabelPosition::UpperRight, |c| c.1)
 }

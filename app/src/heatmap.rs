@@ -7,33 +7,66 @@ use leptos::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement};
 
-use crate::lab::Lab;
+use crate::lab::{Chain, Lab};
+use crate::token_style::{glyph, viridis};
 
-/// A perceptual-ish blue-to-yellow ramp for v in 0..=1.
-fn ramp(v: f64) -> (u8, u8, u8) {
-    const STOPS: [(f64, f64, f64); 5] =
-        [(68.0, 1.0, 84.0), (59.0, 82.0, 139.0), (33.0, 145.0, 140.0), (94.0, 201.0, 98.0), (253.0, 231.0, 37.0)];
-    let x = v.clamp(0.0, 1.0) * (STOPS.len() - 1) as f64;
-    let i = (x.floor() as usize).min(STOPS.len() - 2);
-    let f = x - i as f64;
-    let (a, b) = (STOPS[i], STOPS[i + 1]);
-    let mix = |p: f64, q: f64| (p + (q - p) * f).round() as u8;
-    (mix(a.0, b.0), mix(a.1, b.1), mix(a.2, b.2))
+/// Where the cells, the labels and the colour scale sit, in CSS pixels.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Layout {
+    /// Left and top edges of the cell grid, and the side of one cell.
+    x0: f64,
+    y0: f64,
+    cell: f64,
+    t: usize,
 }
 
-/// Draws the (t, t) matrix `p`; returns its mean row entropy.
-fn draw(canvas: &HtmlCanvasElement, p: &[f64], t: usize, dark: bool) -> Result<f64, String> {
+impl Layout {
+    fn new(size: f64, t: usize) -> Layout {
+        let (x0, y0) = (24.0, 20.0);
+        let side = (size - x0 - 6.0).min(size - y0 - 44.0).max(10.0);
+        Layout { x0, y0, cell: side / t.max(1) as f64, t }
+    }
+
+    /// The cell (row i, column j) under a point, if any.
+    fn cell_at(&self, x: f64, y: f64) -> Option<(usize, usize)> {
+        let (j, i) = ((x - self.x0) / self.cell, (y - self.y0) / self.cell);
+        (i >= 0.0 && j >= 0.0 && (i as usize) < self.t && (j as usize) < self.t).then_some((i as usize, j as usize))
+    }
+}
+
+/// Draws the (t, t) matrix `p` with its token labels on both axes and the colour scale under it;
+/// returns the layout and the mean row entropy.
+fn draw(
+    canvas: &HtmlCanvasElement,
+    p: &[f64],
+    t: usize,
+    labels: &[String],
+    selected: Option<usize>,
+    dark: bool,
+) -> Result<(Layout, f64), String> {
     let ctx: CanvasRenderingContext2d = canvas
         .get_context("2d")
         .ok()
         .flatten()
         .and_then(|c| c.dyn_into().ok())
         .ok_or_else(|| "the heatmap canvas has no 2D context".to_string())?;
-    let (w, h) = (canvas.width() as f64, canvas.height() as f64);
-    ctx.set_fill_style_str(if dark { "#16181d" } else { "#ffffff" });
-    ctx.fill_rect(0.0, 0.0, w, h);
+    let size = match canvas.client_width() {
+        c if c >= 100 => c as f64,
+        _ => canvas.width() as f64,
+    };
+    let dpr = web_sys::window().map(|w| w.device_pixel_ratio()).unwrap_or(1.0).clamp(1.0, 4.0);
+    let px = (size * dpr).round() as u32;
+    if canvas.width() != px || canvas.height() != px {
+        canvas.set_width(px);
+        canvas.set_height(px);
+    }
+    ctx.set_transform(dpr, 0.0, 0.0, dpr, 0.0, 0.0).map_err(|_| "canvas transform failed".to_string())?;
+    let (bg, fg) = if dark { ("#16181d", "#e8ebf0") } else { ("#ffffff", "#1d2026") };
+    ctx.set_fill_style_str(bg);
+    ctx.fill_rect(0.0, 0.0, size, size);
+    let layout = Layout::new(size, t);
     if t == 0 || p.len() != t * t {
-        return Ok(0.0);
+        return Ok((layout, 0.0));
     }
     let max = p.iter().copied().filter(|x| x.is_finite()).fold(0.0, f64::max).max(1e-12);
     // One pixel per cell in an image scaled up without smoothing: one draw call, not T^2 (at
@@ -41,31 +74,79 @@ fn draw(canvas: &HtmlCanvasElement, p: &[f64], t: usize, dark: bool) -> Result<f
     let mut rgba = Vec::with_capacity(4 * t * t);
     for &x in p {
         // Square root: small probabilities stay visible next to a dominant one.
-        let (r, g, b) = ramp((x / max).sqrt());
+        let (r, g, b) = viridis((x / max).sqrt());
         rgba.extend_from_slice(&[r, g, b, 255]);
     }
-    let image = web_sys::ImageData::new_with_u8_clamped_array_and_sh(wasm_bindgen::Clamped(&rgba), t as u32, t as u32)
+    let cells = image_canvas(&rgba, t as u32, t as u32)?;
+    let side = layout.cell * t as f64;
+    ctx.set_image_smoothing_enabled(false);
+    ctx.draw_image_with_html_canvas_element_and_dw_and_dh(&cells, layout.x0, layout.y0, side, side)
+        .map_err(|_| "could not draw the heatmap".to_string())?;
+    // Token labels: rows (who looks) on the left, columns (where it looks) on top; every n-th
+    // when the cells are too small for every one.
+    let font = layout.cell.clamp(7.0, 12.0);
+    let every = ((font + 1.0) / layout.cell).ceil().max(1.0) as usize;
+    ctx.set_fill_style_str(fg);
+    ctx.set_font(&format!("{font:.0}px ui-monospace, monospace"));
+    ctx.set_text_align("center");
+    for (i, label) in labels.iter().enumerate().take(t).step_by(every) {
+        let c = layout.cell * (i as f64 + 0.5);
+        let _ = ctx.fill_text(label, layout.x0 + c, layout.y0 - 5.0);
+        let _ = ctx.fill_text(label, layout.x0 / 2.0, layout.y0 + c + font / 3.0);
+    }
+    // The selected token's row, framed.
+    if let Some(i) = selected.filter(|&i| i < t) {
+        ctx.set_stroke_style_str(fg);
+        ctx.set_line_width(2.0);
+        ctx.stroke_rect(layout.x0, layout.y0 + layout.cell * i as f64, side, layout.cell);
+    }
+    // The colour scale: the square-root ramp, ticks at real probabilities.
+    let (bx, by, bw) = (layout.x0, layout.y0 + side + 8.0, side);
+    let ramp: Vec<u8> = (0..256)
+        .flat_map(|v| {
+            let (r, g, b) = viridis(v as f64 / 255.0);
+            [r, g, b, 255]
+        })
+        .collect();
+    let bar = image_canvas(&ramp, 256, 1)?;
+    ctx.set_image_smoothing_enabled(true);
+    ctx.draw_image_with_html_canvas_element_and_dw_and_dh(&bar, bx, by, bw, 10.0)
+        .map_err(|_| "could not draw the colour scale".to_string())?;
+    ctx.set_font("11px sans-serif");
+    for (at, value) in [(0.0, 0.0), (0.5, max / 4.0), (1.0, max)] {
+        ctx.set_text_align(if at == 0.0 {
+            "left"
+        } else if at == 1.0 {
+            "right"
+        } else {
+            "center"
+        });
+        let _ = ctx.fill_text(&format!("{value:.2}"), bx + at * bw, by + 23.0);
+    }
+    ctx.set_text_align("start");
+    let h = markov::row_entropy(p, t);
+    Ok((layout, h.iter().sum::<f64>() / t as f64))
+}
+
+/// An offscreen canvas holding an RGBA image.
+fn image_canvas(rgba: &[u8], w: u32, h: u32) -> Result<HtmlCanvasElement, String> {
+    let image = web_sys::ImageData::new_with_u8_clamped_array_and_sh(wasm_bindgen::Clamped(rgba), w, h)
         .map_err(|_| "could not make the heatmap image".to_string())?;
-    let cells: HtmlCanvasElement = web_sys::window()
+    let c: HtmlCanvasElement = web_sys::window()
         .and_then(|w| w.document())
         .and_then(|d| d.create_element("canvas").ok())
         .and_then(|c| c.dyn_into().ok())
         .ok_or_else(|| "could not make the heatmap image".to_string())?;
-    cells.set_width(t as u32);
-    cells.set_height(t as u32);
-    let cells_ctx: CanvasRenderingContext2d = cells
+    c.set_width(w);
+    c.set_height(h);
+    let ctx: CanvasRenderingContext2d = c
         .get_context("2d")
         .ok()
         .flatten()
         .and_then(|c| c.dyn_into().ok())
         .ok_or_else(|| "the heatmap image has no 2D context".to_string())?;
-    cells_ctx.put_image_data(&image, 0.0, 0.0).map_err(|_| "could not draw the heatmap image".to_string())?;
-    let side = w.min(h);
-    ctx.set_image_smoothing_enabled(false);
-    ctx.draw_image_with_html_canvas_element_and_dw_and_dh(&cells, 0.0, 0.0, side, side)
-        .map_err(|_| "could not draw the heatmap".to_string())?;
-    let h = markov::row_entropy(p, t);
-    Ok(h.iter().sum::<f64>() / t as f64)
+    ctx.put_image_data(&image, 0.0, 0.0).map_err(|_| "could not draw the heatmap image".to_string())?;
+    Ok(c)
 }
 
 fn slider(
@@ -93,31 +174,63 @@ fn slider(
 #[component]
 pub fn AttentionPanel(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
     let canvas_ref = NodeRef::<Canvas>::new();
-    let layer = RwSignal::new(0usize);
-    let head = RwSignal::new(0usize);
-    let k = RwSignal::new(1usize);
+    let Chain { layer, head, k } = lab.chain;
     let entropy = RwSignal::new(None::<f64>);
+    let layout = RwSignal::new(None::<Layout>);
+    // The cell under the pointer: (row, column, P_ij of the matrix shown).
+    let hover = RwSignal::new(None::<(usize, usize, f64)>);
     let layers = move || lab.panels.with(|s| s.as_ref().map(|s| s.layers)).unwrap_or(lab.settings.with(|s| s.layers));
     let heads = move || lab.panels.with(|s| s.as_ref().map(|s| s.heads)).unwrap_or(lab.settings.with(|s| s.heads));
+    let matrix =
+        Memo::new(move |_| lab.panels.with(|s| s.as_ref().and_then(|s| lab.chain.matrix(s).map(|p| (p, s.context)))));
+    let labels = Memo::new(move |_| {
+        lab.panels
+            .with(|s| s.as_ref().map(|s| s.symbols.iter().map(|x| glyph(x)).collect::<Vec<_>>()).unwrap_or_default())
+    });
 
     Effect::new(move |_| {
-        let (l, hd, k, dark) = (layer.get(), head.get(), k.get(), dark.get());
+        let dark = dark.get();
+        let selected = lab.selected.get();
         let Some(canvas) = canvas_ref.get() else { return };
-        let result = lab.panels.with(|s| {
-            let (p, t): (Vec<f64>, usize) = match s {
-                Some(s) if l < s.layers && hd < s.heads => {
-                    (s.attention_of(l, hd).iter().map(|&x| x as f64).collect(), s.context)
-                }
-                _ => (Vec::new(), 0),
-            };
-            let pk = if t > 0 && k != 1 { markov::power(&p, t, k as u32) } else { p };
-            draw(&canvas, &pk, t, dark).map(|h| (t > 0).then_some(h))
+        let result = matrix.with(|m| {
+            let (p, t) = m.as_ref().map_or((&[][..], 0), |(p, t)| (p.as_slice(), *t));
+            labels.with(|l| draw(&canvas, p, t, l, selected, dark)).map(|(lay, h)| (lay, (t > 0).then_some(h)))
         });
         match result {
-            Ok(h) => entropy.set(h),
+            Ok((lay, h)) => {
+                layout.set(Some(lay));
+                entropy.set(h);
+            }
             Err(e) => lab.error.set(Some(format!("could not draw the attention: {e}"))),
         }
     });
+    // A new matrix (another layer, head, power or frame): the hovered value is re-read.
+    Effect::new(move |_| {
+        let value = matrix.with(|m| {
+            let (i, j, _) = hover.get_untracked()?;
+            let (p, t) = m.as_ref()?;
+            Some((i, j, p[i * t + j]))
+        });
+        hover.set(value);
+    });
+    let on_move = move |ev: leptos::ev::PointerEvent| {
+        let Some(lay) = layout.get_untracked() else { return };
+        let (x, y) = (ev.offset_x() as f64, ev.offset_y() as f64);
+        let cell = lay.cell_at(x, y);
+        hover.set(cell.and_then(|(i, j)| matrix.with_untracked(|m| m.as_ref().map(|(p, t)| (i, j, p[i * t + j])))));
+    };
+    let hover_text = move || {
+        let symbol = |i: usize| labels.with(|l| l.get(i).cloned().unwrap_or_default());
+        match hover.get() {
+            Some((i, j, p)) => format!(
+                "token {i} '{}' looks at token {j} '{}' with probability P = {p:.4}{}",
+                symbol(i),
+                symbol(j),
+                if k.get() > 1 { format!(" after {} steps of the walk", k.get()) } else { String::new() }
+            ),
+            None => "Point at a cell for its exact probability.".to_string(),
+        }
+    };
 
     view! {
         <section id="panel-attention" class="panel" aria-labelledby="attention-title">
@@ -129,7 +242,9 @@ pub fn AttentionPanel(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                     "to 1, so P is the transition matrix of a random walk over positions. P^k is k steps of that "
                     "walk (k layers of attention alone, with no mixing in between): as k grows the rows tend to "
                     "the walk's stationary distribution, and causal attention drains towards the first tokens. "
-                    "Bright cells are large probabilities (colour is the square root, row max = yellow)."
+                    "Rows are the tokens that look (left labels), columns the tokens looked at (top labels). "
+                    "Colour is the square root of P_ij relative to the largest entry of the matrix (the scale "
+                    "under it, in probabilities): yellow is that largest entry, dark purple is 0."
                 </p>
             </details>
             <div class="row">
@@ -145,8 +260,14 @@ pub fn AttentionPanel(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                 height="320"
                 role="img"
                 aria-label=move || format!("attention heatmap of layer {}, head {}, to the power {}", layer.get(), head.get(), k.get())
+                aria-describedby="attention-hover"
                 data-entropy=move || entropy.get().map(|h| format!("{h:.4}")).unwrap_or_default()
+                data-grid=move || layout.get().map(|l| format!("{},{},{}", l.x0, l.y0, l.cell)).unwrap_or_default()
+                data-hover-p=move || hover.get().map(|(_, _, p)| format!("{p:e}")).unwrap_or_default()
+                on:pointermove=on_move
+                on:pointerleave=move |_| hover.set(None)
             ></canvas>
+            <p id="attention-hover" class="note" aria-live="polite">{hover_text}</p>
             <p id="attention-entropy" class="note">
                 {move || {
                     entropy

@@ -21,6 +21,27 @@ pub const TRAIL_LEN: usize = 12;
 /// Where Trunk puts the worker's loader.
 pub const WORKER_URL: &str = "./worker_loader.js";
 
+/// One attention chain of the probe row: P of `layer` and `head`, to the power `k`.
+#[derive(Clone, Copy)]
+pub struct Chain {
+    pub layer: RwSignal<usize>,
+    pub head: RwSignal<usize>,
+    pub k: RwSignal<usize>,
+}
+
+impl Chain {
+    /// The (T, T) matrix P^k of the chain, when the panels hold its layer and head.
+    pub fn matrix(self, panels: &Panels) -> Option<Vec<f64>> {
+        let (l, h, k) = (self.layer.get(), self.head.get(), self.k.get());
+        let t = panels.context;
+        if l >= panels.layers || h >= panels.heads || t == 0 {
+            return None;
+        }
+        let p: Vec<f64> = panels.attention_of(l, h).iter().map(|&x| x as f64).collect();
+        (p.len() == t * t).then(|| if k > 1 { engine::science::markov::power(&p, t, k as u32) } else { p })
+    }
+}
+
 /// Where training runs: the user's choice.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum BackendChoice {
@@ -140,6 +161,10 @@ pub struct Lab {
     pub pitch: RwSignal<f64>,
     /// The depth the sphere view and the Brownian panel show (0..=L).
     pub depth: RwSignal<usize>,
+    /// The attention chain the heatmap and the sphere's arcs show: layer, head and power k.
+    pub chain: Chain,
+    /// The probe token whose attention row the sphere draws (click it, or pick it from the list).
+    pub selected: RwSignal<Option<usize>>,
     /// A run saved in the browser's storage that can be resumed: (step, total, description).
     pub saved: RwSignal<Option<(usize, usize, String)>>,
     /// The step of the last save to the browser's storage.
@@ -192,6 +217,8 @@ impl Lab {
             yaw: RwSignal::new(0.6),
             pitch: RwSignal::new(0.35),
             depth: RwSignal::new(0),
+            chain: Chain { layer: RwSignal::new(0), head: RwSignal::new(0), k: RwSignal::new(1) },
+            selected: RwSignal::new(None),
             saved: RwSignal::new(None),
             saved_step: RwSignal::new(None),
             notice: RwSignal::new(None),

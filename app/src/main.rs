@@ -31,7 +31,10 @@ mod panels;
 mod race;
 mod script_api;
 mod settings_panel;
+mod sphere_draw;
+mod sphere_gl;
 mod sphere_view;
+mod token_style;
 mod tour;
 mod url_state;
 

@@ -12,10 +12,13 @@
 //! - `experiment()`: the page's experiment as JSON text (for `lab train --config`).
 //! - `version`: the engine's version.
 //! - `testing.slowWorker(factor)` and `testing.trapWorker()`: the browser tests' hooks on the page's
-//!   own worker (a worker `factor` times slower; a wasm trap).
+//!   own worker (a worker `factor` times slower; a wasm trap); `testing.attention(layer, head)` (the
+//!   latest frame's (T, T) attention, row-major, as the engine sent it) and `testing.frameSteps()`
+//!   (the steps of the recorded frames), to check the figures against.
 
 use engine::session::Experiment;
 use js_sys::{Function, Object, Promise, Reflect};
+use leptos::prelude::WithUntracked;
 use spherewalk::protocol::{self, Command, Event};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
@@ -110,6 +113,22 @@ pub fn install(lab: Lab) {
     set(&testing, "slowWorker", &slow.into_js_value());
     let trap = Closure::<dyn Fn()>::new(move || lab.send(Command::Trap));
     set(&testing, "trapWorker", &trap.into_js_value());
+    // The engine's numbers behind the figures, as the worker sent them, for the test to check the
+    // drawings against: one head's attention matrix of the latest frame, and the recorded steps.
+    let attention = Closure::<dyn Fn(usize, usize) -> JsValue>::new(move |layer: usize, head: usize| {
+        lab.panels.with_untracked(|p| match p {
+            Some(p) if layer < p.layers && head < p.heads => {
+                js_sys::Float32Array::from(p.attention_of(layer, head)).into()
+            }
+            _ => JsValue::NULL,
+        })
+    });
+    set(&testing, "attention", &attention.into_js_value());
+    let steps = Closure::<dyn Fn() -> Vec<u32>>::new(move || {
+        lab.panels
+            .with_untracked(|p| p.as_ref().map(|p| p.steps.iter().map(|&s| s as u32).collect()).unwrap_or_default())
+    });
+    set(&testing, "frameSteps", &steps.into_js_value());
     set(&api, "testing", &testing);
     if let Some(w) = web_sys::window() {
         set(&w, "spherewalk", &api);

@@ -1,289 +1,286 @@
 //! The sphere panel: the probe row's tokens on the unit sphere in 3-D (the top three principal
 //! directions of their LayerNorm outputs, `science::sphere::project3`, aligned frame to frame),
-//! drawn as a rotating ball with trails over training time.
+//! played through training like a video (positions between recorded frames follow great circles,
+//! `science::sphere::slerp`), with fading trails, and for a selected token its attention row as
+//! arcs and random walkers hopping along that chain (`science::walkers`).
 
+use engine::science::sphere::slerp;
+use engine::science::walkers;
+use engine::session::Panels;
 use leptos::html::Canvas;
 use leptos::prelude::*;
-use wasm_bindgen::JsCast;
-use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement};
-
-use engine::session::Panels;
 
 use crate::lab::{Lab, TRAIL_LEN};
+use crate::sphere_draw::{self, Drawn, Scene};
+use crate::sphere_gl::Renderer;
+use crate::token_style::{css, glyph, viridis, Kind};
 
-/// Rotates by yaw (about the vertical axis), then pitch (about the horizontal one).
-fn rotate(p: [f64; 3], yaw: f64, pitch: f64) -> [f64; 3] {
-    let (sy, cy) = yaw.sin_cos();
-    let (sp, cp) = pitch.sin_cos();
-    let x = cy * p[0] + sy * p[2];
-    let z = -sy * p[0] + cy * p[2];
-    let y = cp * p[1] - sp * z;
-    let z = sp * p[1] + cp * z;
-    [x, y, z]
-}
+/// The whole recorded history plays in this many seconds.
+const PLAY_SECONDS: f64 = 12.0;
+/// The orbit toggle's turn, radians per second.
+const ORBIT_SPEED: f64 = 0.35;
+/// Walkers shown for a selected token, the hops each makes before starting again, and the seconds a hop takes.
+const WALKERS: usize = 5;
+const HOPS: usize = 8;
+const HOP_SECONDS: f64 = 0.9;
+/// The animation's tick (only the view moves: the training numbers never depend on it).
+const TICK_MS: u64 = 40;
 
-fn hue(i: usize, n: usize) -> f64 {
-    360.0 * i as f64 / n.max(1) as f64
-}
-
-/// A moment of training as the view shows it: the chosen frame and the frames before it (all in
-/// the live frame's basis, as the session projects them).
+/// The cloud at one moment of training: the positions (between two recorded frames: along the
+/// great circles joining them) and the frames before it.
 #[derive(Clone, Debug, PartialEq)]
-struct Scrub {
-    step: usize,
-    /// Oldest first, the last is the chosen frame.
+struct Shown {
+    step: f64,
+    now: Vec<[f64; 3]>,
+    /// Oldest first, ending with the last recorded frame before `now`.
     trail: Vec<Vec<[f64; 3]>>,
 }
 
-/// The index of the frame the time slider points at: the last at or before `step`.
-fn frame_index(snap: &Panels, step: usize) -> usize {
-    snap.steps.iter().rposition(|&s| s <= step).unwrap_or(0)
-}
-
-/// The cloud at frame `k` (the latest when None) with its trail, at `depth`.
-fn scrub(snap: &Panels, k: Option<usize>, depth: usize) -> Option<Scrub> {
-    let frames = snap.frames();
-    let k = k.unwrap_or(frames.checked_sub(1)?).min(frames.checked_sub(1)?);
+/// The moment `at` (a training step, fractional while playing; the latest when None) at `depth`.
+fn shown(snap: &Panels, at: Option<f64>, depth: usize) -> Option<Shown> {
+    let last = snap.frames().checked_sub(1)?;
     let depth = depth.min(snap.layers);
+    let step = at.unwrap_or(snap.steps[last] as f64).clamp(snap.steps[0] as f64, snap.steps[last] as f64);
+    let k = snap.steps.iter().rposition(|&s| s as f64 <= step).unwrap_or(0);
     let first = (k + 1).saturating_sub(TRAIL_LEN);
-    let trail = (first..=k).map(|f| snap.points(depth, f)).collect();
-    Some(Scrub { step: snap.steps[k], trail })
+    let mut trail: Vec<_> = (first..=k).map(|f| snap.points(depth, f)).collect();
+    let now = match k < last && step > snap.steps[k] as f64 {
+        true => {
+            let frac = (step - snap.steps[k] as f64) / (snap.steps[k + 1] - snap.steps[k]) as f64;
+            let next = snap.points(depth, k + 1);
+            trail[trail.len() - 1].iter().zip(&next).map(|(&a, &b)| slerp(a, b, frac)).collect()
+        }
+        false => trail.pop()?,
+    };
+    Some(Shown { step, now, trail })
 }
 
-struct View {
-    depth: usize,
-    by_token: bool,
-    trails: bool,
-    ghosts: bool,
-    yaw: f64,
-    pitch: f64,
-    dark: bool,
+fn step_text(step: f64) -> String {
+    format!("step {:.0}", step)
 }
 
-/// Draws the snapshot; returns the number of points and of Brownian ghosts drawn.
-fn draw(
-    canvas: &HtmlCanvasElement,
-    snap: Option<&Panels>,
-    shown: Option<&Scrub>,
-    past: bool,
-    v: &View,
-) -> Result<(usize, usize), String> {
-    let ctx: CanvasRenderingContext2d = canvas
-        .get_context("2d")
-        .ok()
-        .flatten()
-        .and_then(|c| c.dyn_into().ok())
-        .ok_or_else(|| "the sphere canvas has no 2D context".to_string())?;
-    // Draw at the size the canvas is shown, in device pixels, so the ball is sharp at any size.
-    let css = match canvas.client_width() {
-        c if c >= 100 => c as f64,
-        _ => canvas.width() as f64,
-    };
-    let dpr = web_sys::window().map(|w| w.device_pixel_ratio()).unwrap_or(1.0).clamp(1.0, 4.0);
-    let px = (css * dpr).round() as u32;
-    if canvas.width() != px || canvas.height() != px {
-        canvas.set_width(px);
-        canvas.set_height(px);
-    }
-    ctx.set_transform(dpr, 0.0, 0.0, dpr, 0.0, 0.0).map_err(|_| "canvas transform failed".to_string())?;
-    let (w, h) = (css, css);
-    let (cx, cy, r) = (w / 2.0, h / 2.0, 0.42 * w.min(h));
-    let (bg, fg, faint) = if v.dark { ("#16181d", "#d8dce3", "#3a3f49") } else { ("#ffffff", "#22252b", "#d5d9e0") };
-    ctx.set_fill_style_str(bg);
-    ctx.fill_rect(0.0, 0.0, w, h);
-    // The sphere's outline, and its equator and a meridian turned with the view.
-    ctx.set_stroke_style_str(faint);
-    ctx.set_line_width(1.0);
-    ctx.begin_path();
-    ctx.arc(cx, cy, r, 0.0, std::f64::consts::TAU).map_err(|_| "canvas arc failed".to_string())?;
-    ctx.stroke();
-    for circle in 0..2 {
-        ctx.begin_path();
-        for i in 0..=72 {
-            let a = std::f64::consts::TAU * i as f64 / 72.0;
-            let p = if circle == 0 { [a.cos(), 0.0, a.sin()] } else { [0.0, a.cos(), a.sin()] };
-            let q = rotate(p, v.yaw, v.pitch);
-            let (x, y) = (cx + r * q[0], cy - r * q[1]);
-            if i == 0 {
-                ctx.move_to(x, y);
-            } else {
-                ctx.line_to(x, y);
-            }
-        }
-        ctx.stroke();
-    }
-    let Some(snap) = snap else {
-        ctx.set_fill_style_str(fg);
-        ctx.set_font("15px sans-serif");
-        ctx.set_text_align("center");
-        let _ = ctx.fill_text("Press Start or Step to see the tokens", cx, cy);
-        ctx.set_text_align("start");
-        return Ok((0, 0));
-    };
-    let depth = v.depth.min(snap.layers);
-    let Some(shown) = shown else { return Ok((0, 0)) };
-    let trail = &shown.trail;
-    let Some(now) = trail.last() else { return Ok((0, 0)) };
-    // Brownian ghost walkers (same start points, fitted D), behind the tokens: hollow grey rings.
-    let mut ghosts = 0;
-    if v.ghosts && !past {
-        if let Some(Ok(a)) = snap.brownian.as_ref().filter(|b| b.as_ref().is_ok_and(|a| a.depth == depth)) {
-            ctx.set_line_width(1.5);
-            for g in a.ghosts.chunks_exact(3) {
-                let q = rotate([g[0] as f64, g[1] as f64, g[2] as f64], v.yaw, v.pitch);
-                let front = q[2] >= 0.0;
-                ctx.set_stroke_style_str(if v.dark {
-                    if front {
-                        "#b8bec8"
-                    } else {
-                        "#5a606b"
-                    }
-                } else if front {
-                    "#6b7280"
-                } else {
-                    "#b5bac3"
-                });
-                ctx.begin_path();
-                ctx.arc(cx + r * q[0], cy - r * q[1], if front { 5.0 } else { 3.5 }, 0.0, std::f64::consts::TAU)
-                    .map_err(|_| "canvas arc failed")?;
-                ctx.stroke();
-                ghosts += 1;
-            }
-        }
-    }
-    let color = |i: usize| {
-        if v.by_token {
-            hue(snap.tokens.get(i).copied().unwrap_or(0) as usize, snap.vocab)
-        } else {
-            hue(i, snap.context) * 0.8
-        }
-    };
-    if v.trails && trail.len() > 1 {
-        // Older segments fade out.
-        ctx.set_line_width(1.5);
-        let frames = trail.len();
-        for i in 0..now.len() {
-            let c = color(i);
-            for (f, pair) in trail.windows(2).enumerate() {
-                let alpha = 0.6 * (f + 1) as f64 / frames as f64;
-                let (a, b) = (rotate(pair[0][i], v.yaw, v.pitch), rotate(pair[1][i], v.yaw, v.pitch));
-                ctx.set_stroke_style_str(&format!("hsla({c:.0}, 70%, 50%, {alpha:.2})"));
-                ctx.begin_path();
-                ctx.move_to(cx + r * a[0], cy - r * a[1]);
-                ctx.line_to(cx + r * b[0], cy - r * b[1]);
-                ctx.stroke();
-            }
-        }
-    }
-    // Back to front, so nearer points cover farther ones.
-    let mut order: Vec<(usize, [f64; 3])> = now.iter().map(|&p| rotate(p, v.yaw, v.pitch)).enumerate().collect();
-    order.sort_by(|a, b| a.1[2].total_cmp(&b.1[2]));
-    ctx.set_font("12px ui-monospace, monospace");
-    for (i, q) in &order {
-        let front = q[2] >= 0.0;
-        let (x, y) = (cx + r * q[0], cy - r * q[1]);
-        let light = if front { 50 } else { 72 };
-        ctx.set_fill_style_str(&format!("hsl({:.0}, 70%, {light}%)", color(*i)));
-        ctx.begin_path();
-        ctx.arc(x, y, if front { 5.0 } else { 3.5 }, 0.0, std::f64::consts::TAU).map_err(|_| "canvas arc failed")?;
-        ctx.fill();
-        if front && v.by_token {
-            ctx.set_fill_style_str(fg);
-            let label = snap.symbols.get(*i).map(|s| if s == " " { "␣" } else { s.as_str() }).unwrap_or("");
-            let _ = ctx.fill_text(label, x + 6.0, y - 5.0);
-        }
-    }
-    ctx.set_fill_style_str(fg);
-    ctx.set_font("13px sans-serif");
-    let depth_name = if depth == snap.layers { "final LayerNorm".to_string() } else { format!("into layer {depth}") };
-    let kept = snap.explained.get(depth).copied().unwrap_or(0.0) * 100.0;
-    let step = shown.step;
-    let _ = ctx.fill_text(&format!("step {step}, {depth_name}; view shows {kept:.0}% of the spread"), 10.0, 20.0);
-    Ok((now.len(), ghosts))
+/// Numbers for the page's data attributes, with the precision the browser test compares at.
+fn join(values: impl Iterator<Item = f64>) -> String {
+    values.map(|v| format!("{v:.6}")).collect::<Vec<_>>().join(",")
+}
+
+fn reduced_motion() -> bool {
+    web_sys::window()
+        .and_then(|w| w.match_media("(prefers-reduced-motion: reduce)").ok().flatten())
+        .is_some_and(|m| m.matches())
 }
 
 #[component]
 pub fn SphereView(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
     let canvas_ref = NodeRef::<Canvas>::new();
     let depth = lab.depth;
-    let by_token = RwSignal::new(true);
+    let by_kind = RwSignal::new(true);
     let trails = RwSignal::new(true);
     let ghosts = RwSignal::new(lab.settings.get_untracked().preset == "brownian");
+    let orbit = RwSignal::new(false);
+    let playing = RwSignal::new(false);
     // Picking the "Brownian or not?" preset shows the ghosts.
     Effect::new(move |_| {
         if lab.settings.with(|s| s.preset == "brownian") {
             ghosts.set(true);
         }
     });
-    // The training step the time slider points at (None: live, the latest).
-    let time = RwSignal::new(None::<usize>);
-    let shown = Memo::new(move |_| {
-        let depth = depth.get();
-        let step = time.get();
-        lab.panels.with(|s| s.as_ref().and_then(|s| scrub(s, step.map(|t| frame_index(s, t)), depth)))
+    // The training step shown (None: live, the latest).
+    let time = RwSignal::new(None::<f64>);
+    let moment = Memo::new(move |_| {
+        let (depth, at) = (depth.get(), time.get());
+        lab.panels.with(|s| s.as_ref().and_then(|s| shown(s, at, depth)))
     });
     // A new run (or a rollback) goes back in steps: show it live.
     Effect::new(move |_| {
         let now = lab.panels.with(|s| s.as_ref().map(|s| s.step));
-        if time.get_untracked().is_some_and(|t| now.is_none_or(|n| n < t)) {
+        if time.get_untracked().is_some_and(|t| now.is_none_or(|n| (n as f64) < t)) {
             time.set(None);
+            playing.set(false);
         }
     });
-    let frames = move || lab.panels.with(|s| s.as_ref().map_or(0, |s| s.frames()));
-    let time_index = move || match time.get() {
-        None => frames().saturating_sub(1),
-        Some(step) => lab.panels.with(|s| s.as_ref().map_or(0, |s| frame_index(s, step))),
+    let span = move || {
+        lab.panels.with(|s| s.as_ref().filter(|s| s.frames() > 0).map(|s| (s.steps[0], s.steps[s.frames() - 1])))
     };
-    let time_text = move || match (time.get(), shown.get()) {
-        (Some(_), Some(p)) => format!("step {}", p.step),
+    let time_text = move || match (time.get(), moment.with(|m| m.as_ref().map(|m| m.step))) {
+        (Some(_), Some(step)) => step_text(step),
         _ => lab.panels.with(|s| s.as_ref().map_or("live".to_string(), |s| format!("live (step {})", s.step))),
     };
     let on_time = move |ev: leptos::ev::Event| {
-        let i: usize = event_target_value(&ev).parse().unwrap_or(0);
-        let chosen = lab.panels.with_untracked(|s| {
-            let s = s.as_ref()?;
-            if i + 1 >= s.frames() {
-                None
-            } else {
-                Some(s.steps[i])
-            }
-        });
-        time.set(chosen);
+        let Ok(v) = event_target_value(&ev).parse::<f64>() else { return };
+        playing.set(false);
+        time.set(span().filter(|&(_, last)| v < last as f64).map(|_| v));
     };
-    let drawn = RwSignal::new(0usize);
-    let ghosts_drawn = RwSignal::new(0usize);
-    let max_depth =
-        move || lab.panels.with(|s| s.as_ref().map(|s| s.layers)).unwrap_or(lab.settings.with(|s| s.layers));
+
+    // The selected token's chain (the attention panel's layer, head and power) and its walkers.
+    let chain =
+        Memo::new(move |_| lab.panels.with(|s| s.as_ref().and_then(|s| lab.chain.matrix(s).map(|p| (p, s.context)))));
+    let row = Memo::new(move |_| {
+        let i = lab.selected.get()?;
+        chain.with(|c| c.as_ref().filter(|(_, t)| i < *t).map(|(p, t)| (i, p[i * t..(i + 1) * t].to_vec())))
+    });
+    let paths = Memo::new(move |_| {
+        let i = lab.selected.get()?;
+        chain.with(|c| {
+            let (p, t) = c.as_ref()?;
+            walkers::walk(&vec![p.clone(); HOPS], *t, i, WALKERS, None, 7).ok().map(|r| r.paths)
+        })
+    });
+    let hop = RwSignal::new(0.0f64);
+    Effect::new(move |_| {
+        lab.selected.track();
+        hop.set(0.0);
+    });
+
+    // One tick moves what the user set moving: the video, the orbit, the walkers.
+    let last_tick = StoredValue::new(None::<f64>);
+    let reduced = reduced_motion();
+    let ticker = set_interval_with_handle(
+        move || {
+            let now = spherewalk::js::now_ms();
+            let dt = last_tick.get_value().map_or(0.0, |t| ((now - t) / 1000.0).clamp(0.0, 0.25));
+            last_tick.set_value(Some(now));
+            if playing.get_untracked() {
+                match span() {
+                    Some((first, last)) if last > first => {
+                        let rate = (last - first) as f64 / PLAY_SECONDS;
+                        let next = time.get_untracked().unwrap_or(first as f64) + rate * dt;
+                        if next >= last as f64 {
+                            time.set(None);
+                            playing.set(false);
+                        } else {
+                            time.set(Some(next));
+                        }
+                    }
+                    _ => playing.set(false),
+                }
+            }
+            if orbit.get_untracked() {
+                lab.yaw.update(|y| *y += ORBIT_SPEED * dt);
+            }
+            if lab.selected.get_untracked().is_some() {
+                // With reduced motion the walkers jump from token to token instead of gliding.
+                let h = (hop.get_untracked() + dt / HOP_SECONDS) % HOPS as f64;
+                if !reduced || h.floor() != hop.get_untracked().floor() {
+                    hop.set(if reduced { h.floor() } else { h });
+                }
+            }
+        },
+        std::time::Duration::from_millis(TICK_MS),
+    );
+    if let Ok(handle) = ticker {
+        on_cleanup(move || handle.clear());
+    }
+    let on_play = move |_| {
+        if playing.get_untracked() {
+            playing.set(false);
+        } else if let Some((first, _)) = span() {
+            if time.get_untracked().is_none() {
+                time.set(Some(first as f64));
+            }
+            playing.set(true);
+        }
+    };
+
+    let drawn = RwSignal::new(Drawn::default());
+    // The 3-D renderer, made once: Err says why the view draws on the 2-D canvas alone.
+    let renderer = StoredValue::new_local(Renderer::new());
+    let renderer_name = renderer.with_value(|r| match r {
+        Ok(_) => "webgl2".to_string(),
+        Err(e) => format!("canvas 2d ({e})"),
+    });
+    let colors = Memo::new(move |_| {
+        let kind = by_kind.get();
+        lab.panels.with(|s| {
+            let Some(s) = s else { return Vec::new() };
+            (0..s.context)
+                .map(|i| match kind {
+                    true => Kind::of(s.symbols.get(i).map_or("", String::as_str)).color(),
+                    false => viridis(i as f64 / s.context.saturating_sub(1).max(1) as f64),
+                })
+                .collect()
+        })
+    });
+    let labels = Memo::new(move |_| {
+        lab.panels
+            .with(|s| s.as_ref().map(|s| s.symbols.iter().map(|x| glyph(x)).collect::<Vec<_>>()).unwrap_or_default())
+    });
+    let walker_points = move |now: &[[f64; 3]]| -> Vec<[f64; 3]> {
+        let h = hop.get();
+        let (k, frac) = (h.floor() as usize, h.fract());
+        paths.with(|p| {
+            p.iter()
+                .flatten()
+                .filter_map(|path| {
+                    let (a, b) = (now.get(*path.get(k)?)?, now.get(*path.get(k + 1)?)?);
+                    Some(slerp(*a, *b, frac))
+                })
+                .collect()
+        })
+    };
 
     Effect::new(move |_| {
-        let view = View {
-            depth: depth.get(),
-            by_token: by_token.get(),
-            trails: trails.get(),
-            ghosts: ghosts.get(),
-            yaw: lab.yaw.get(),
-            pitch: lab.pitch.get(),
-            dark: dark.get(),
-        };
         let Some(canvas) = canvas_ref.get() else { return };
-        let past = time.get().is_some();
-        let n = shown.with(|p| lab.panels.with(|s| draw(&canvas, s.as_ref(), p.as_ref(), past, &view)));
-        match n {
-            Ok((n, g)) => {
-                drawn.set(n);
-                ghosts_drawn.set(g);
-            }
+        let dark = dark.get();
+        let result = moment.with(|m| {
+            let Some(m) = m else {
+                return renderer.with_value(|r| sphere_draw::draw(&canvas, None, dark, r.as_ref().ok()));
+            };
+            let depth = depth.get();
+            let ghost_points: Vec<[f64; 3]> = match (ghosts.get(), time.get()) {
+                (true, None) => lab.panels.with(|s| {
+                    s.as_ref()
+                        .and_then(|s| s.brownian.as_ref()?.as_ref().ok().filter(|b| b.depth == depth.min(s.layers)))
+                        .map(|b| b.ghosts.chunks_exact(3).map(|g| [g[0] as f64, g[1] as f64, g[2] as f64]).collect())
+                        .unwrap_or_default()
+                }),
+                _ => Vec::new(),
+            };
+            let walkers = walker_points(&m.now);
+            let no_trail: Vec<Vec<[f64; 3]>> = Vec::new();
+            let caption = lab.panels.with(|s| {
+                let s = s.as_ref()?;
+                let d = depth.min(s.layers);
+                let name =
+                    if d == s.layers { "after the final LayerNorm".to_string() } else { format!("into layer {d}") };
+                Some(format!("{}, {name}", step_text(m.step)))
+            });
+            row.with(|row| {
+                colors.with(|colors| {
+                    labels.with(|labels| {
+                        let scene = Scene {
+                            now: &m.now,
+                            trail: if trails.get() { &m.trail } else { &no_trail },
+                            colors,
+                            labels,
+                            ghosts: &ghost_points,
+                            chain: row.as_ref().map(|(i, r)| (*i, r.as_slice())),
+                            walkers: &walkers,
+                            caption: caption.unwrap_or_default(),
+                            yaw: lab.yaw.get(),
+                            pitch: lab.pitch.get(),
+                        };
+                        renderer.with_value(|r| sphere_draw::draw(&canvas, Some(&scene), dark, r.as_ref().ok()))
+                    })
+                })
+            })
+        });
+        match result {
+            Ok(d) => drawn.set(d),
             Err(e) => lab.error.set(Some(format!("could not draw the sphere: {e}"))),
         }
     });
 
     // Pointers down on the ball. A mouse or pen turns it; on a touch screen one finger scrolls the
-    // page (touch-action: pan-y) and two fingers turn the ball, or one with the "one-finger turn" toggle.
+    // page (touch-action: pan-y) and two fingers turn the ball, or one with the "one-finger turn"
+    // toggle. A press that does not move selects the token under it.
     let pointers = StoredValue::new(Vec::<(i32, bool, f64, f64)>::new());
+    let moved = StoredValue::new(0.0f64);
     let one_finger = RwSignal::new(false);
     let on_down = move |ev: leptos::ev::PointerEvent| {
         let touch = ev.pointer_type() == "touch";
         pointers.update_value(|p| p.push((ev.pointer_id(), touch, ev.client_x() as f64, ev.client_y() as f64)));
+        moved.set_value(0.0);
         if let Some(c) = canvas_ref.get_untracked() {
             let _ = c.set_pointer_capture(ev.pointer_id());
         }
@@ -302,22 +299,74 @@ pub fn SphereView(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
             }
         });
         if let Some(Some((dx, dy))) = turn {
+            moved.update_value(|m| *m += dx.abs() + dy.abs());
             lab.yaw.update(|v| *v += dx * 0.01);
             lab.pitch.update(|v| *v = (*v + dy * 0.01).clamp(-1.5, 1.5));
         }
     };
-    let on_up = move |ev: leptos::ev::PointerEvent| pointers.update_value(|p| p.retain(|q| q.0 != ev.pointer_id()));
+    let on_up = move |ev: leptos::ev::PointerEvent| {
+        let was_down = pointers.try_update_value(|p| {
+            let had = p.iter().any(|q| q.0 == ev.pointer_id());
+            p.retain(|q| q.0 != ev.pointer_id());
+            had && p.is_empty()
+        });
+        if was_down == Some(true) && moved.get_value() < 4.0 {
+            let (x, y) = (ev.offset_x() as f64, ev.offset_y() as f64);
+            let nearest = drawn.with_untracked(|d| {
+                d.screen
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, (px, py, _))| (px - x).hypot(py - y) < 12.0)
+                    // The dot in front, as the eye sees it.
+                    .max_by(|a, b| a.1 .2.total_cmp(&b.1 .2))
+                    .map(|(i, _)| i)
+            });
+            if nearest.is_some() {
+                lab.selected.set(nearest);
+            }
+        }
+    };
+    let on_cancel = move |ev: leptos::ev::PointerEvent| pointers.update_value(|p| p.retain(|q| q.0 != ev.pointer_id()));
+    let count = move || lab.panels.with(|s| s.as_ref().map_or(0, |s| s.context));
     let on_key = move |ev: leptos::ev::KeyboardEvent| {
         let turn = match ev.key().as_str() {
             "ArrowLeft" => (-0.1, 0.0),
             "ArrowRight" => (0.1, 0.0),
             "ArrowUp" => (0.0, -0.1),
             "ArrowDown" => (0.0, 0.1),
+            "]" | "[" => {
+                let n = count();
+                if n > 0 {
+                    let back = ev.key() == "[";
+                    lab.selected.update(|s| {
+                        *s = Some(match (*s, back) {
+                            (None, false) => 0,
+                            (None, true) => n - 1,
+                            (Some(i), false) => (i + 1) % n,
+                            (Some(i), true) => (i + n - 1) % n,
+                        })
+                    });
+                }
+                ev.prevent_default();
+                return;
+            }
+            "Escape" => {
+                lab.selected.set(None);
+                return;
+            }
             _ => return,
         };
         ev.prevent_default();
         lab.yaw.update(|v| *v += turn.0);
         lab.pitch.update(|v| *v = (*v + turn.1).clamp(-1.5, 1.5));
+    };
+    let max_depth =
+        move || lab.panels.with(|s| s.as_ref().map(|s| s.layers)).unwrap_or(lab.settings.with(|s| s.layers));
+    let kept = move || {
+        lab.panels.with(|s| {
+            let s = s.as_ref()?;
+            Some(s.explained.get(depth.get().min(s.layers)).copied().unwrap_or(0.0) * 100.0)
+        })
     };
 
     view! {
@@ -329,14 +378,55 @@ pub fn SphereView(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                     "Each LayerNorm maps a token's vector x to u = (x - mean) / std, which lies on a sphere of "
                     "radius sqrt(d). Here are the u of one fixed validation row, projected on their top three "
                     "principal directions and normalised to the unit sphere (the directions are matched from one "
-                    "frame to the next, so the picture does not jump). Trails show where each token was in the "
-                    "last frames of training; the training-step slider goes back to earlier moments (Live returns "
-                    "to the latest). Look for tokens of the same kind gathering together as the model "
-                    "learns; deeper layers usually separate them more. Drag (or use the arrow keys) to rotate."
+                    "frame to the next, so the picture does not jump). Near dots are large and bright, far ones "
+                    "small and faint. Play runs through training like a video: between two recorded moments the "
+                    "tokens glide along great circles, and the trails show where they were. Look for tokens of "
+                    "the same kind gathering as the model learns. Click a token (or pick it, or press ] on the "
+                    "ball) to draw its attention row as arcs, as thick as the probability of each jump, with "
+                    "walkers hopping along that random walk. Drag, the arrow keys or Orbit turn the ball."
                 </p>
             </details>
             <crate::panels::PngButton canvas="sphere" file="spherewalk-sphere.png" />
             <div class="row">
+                <button
+                    id="sphere-play"
+                    class="small"
+                    type="button"
+                    aria-pressed=move || playing.get().to_string()
+                    disabled=move || span().is_none_or(|(a, b)| b <= a)
+                    on:click=on_play
+                >
+                    {move || if playing.get() { "Pause" } else { "Play" }}
+                </button>
+                <label for="time">
+                    "Step " <span id="time-value">{time_text}</span>
+                    <input
+                        id="time"
+                        type="range"
+                        step="any"
+                        min=move || span().map_or(0, |s| s.0)
+                        max=move || span().map_or(0, |s| s.1)
+                        aria-valuetext=time_text
+                        disabled=move || span().is_none_or(|(a, b)| b <= a)
+                        prop:value=move || {
+                            time.get().map(|t| t.to_string()).unwrap_or_else(|| span().map_or(0, |s| s.1).to_string())
+                        }
+                        on:input=on_time
+                    />
+                </label>
+                <button
+                    id="time-live"
+                    class="small"
+                    type="button"
+                    aria-label="back to the live training step"
+                    disabled=move || time.get().is_none()
+                    on:click=move |_| {
+                        playing.set(false);
+                        time.set(None);
+                    }
+                >
+                    "Live"
+                </button>
                 <label for="depth">
                     "Depth " <output id="depth-value">{move || {
                         let d = depth.get();
@@ -351,36 +441,35 @@ pub fn SphereView(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                         on:input=move |ev| depth.set(event_target_value(&ev).parse().unwrap_or(0))
                     />
                 </label>
-                <label for="time">
-                    "Step " <span id="time-value">{time_text}</span>
-                    <input
-                        id="time"
-                        type="range"
-                        min="0"
-                        max=move || frames().saturating_sub(1)
-                        aria-valuetext=time_text
-                        disabled=move || frames() < 2
-                        prop:value=move || time_index().to_string()
-                        on:input=on_time
-                    />
+            </div>
+            <div class="row">
+                <label for="sphere-token">
+                    "Follow token"
+                    <select
+                        id="sphere-token"
+                        on:change=move |ev| lab.selected.set(event_target_value(&ev).parse().ok())
+                    >
+                        <option value="" selected=move || lab.selected.get().is_none()>"none"</option>
+                        {move || {
+                            labels
+                                .get()
+                                .into_iter()
+                                .enumerate()
+                                .map(|(i, l)| {
+                                    view! {
+                                        <option value=i.to_string() selected=move || lab.selected.get() == Some(i)>
+                                            {format!("{i}: {l}")}
+                                        </option>
+                                    }
+                                })
+                                .collect_view()
+                        }}
+                    </select>
                 </label>
-                <button
-                    id="time-live"
-                    class="small"
-                    type="button"
-                    aria-label="back to the live training step"
-                    disabled=move || time.get().is_none()
-                    on:click=move |_| time.set(None)
-                >
-                    "Live"
-                </button>
                 <label for="color-by">
                     "Colour by"
-                    <select
-                        id="color-by"
-                        on:change=move |ev| by_token.set(event_target_value(&ev) == "token")
-                    >
-                        <option value="token">"token"</option>
+                    <select id="color-by" on:change=move |ev| by_kind.set(event_target_value(&ev) != "position")>
+                        <option value="kind">"kind of token"</option>
                         <option value="position">"position"</option>
                     </select>
                 </label>
@@ -393,15 +482,6 @@ pub fn SphereView(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                     />
                     " trails"
                 </label>
-                <label for="one-finger" class="touch-only">
-                    <input
-                        id="one-finger"
-                        type="checkbox"
-                        prop:checked=move || one_finger.get()
-                        on:change=move |ev| one_finger.set(event_target_checked(&ev))
-                    />
-                    " one-finger turn"
-                </label>
                 <label for="ghosts">
                     <input
                         id="ghosts"
@@ -411,6 +491,24 @@ pub fn SphereView(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                     />
                     " Brownian ghosts"
                 </label>
+                <label for="orbit">
+                    <input
+                        id="orbit"
+                        type="checkbox"
+                        prop:checked=move || orbit.get()
+                        on:change=move |ev| orbit.set(event_target_checked(&ev))
+                    />
+                    " orbit"
+                </label>
+                <label for="one-finger" class="touch-only">
+                    <input
+                        id="one-finger"
+                        type="checkbox"
+                        prop:checked=move || one_finger.get()
+                        on:change=move |ev| one_finger.set(event_target_checked(&ev))
+                    />
+                    " one-finger turn"
+                </label>
             </div>
             <canvas
                 id="sphere"
@@ -419,19 +517,78 @@ pub fn SphereView(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                 height="520"
                 tabindex="0"
                 role="img"
-                aria-label="tokens of the probe row as points on a sphere; drag (two fingers on a touch screen) or use arrow keys to rotate"
+                aria-label="tokens of the probe row as points on a sphere; drag (two fingers on a touch screen) or use the arrow keys to turn it, [ and ] to follow a token, Escape to stop"
                 class:one-finger=move || one_finger.get()
                 data-yaw=move || format!("{:.3}", lab.yaw.get())
-                data-points=move || drawn.get()
-                data-ghosts=move || ghosts_drawn.get()
+                data-renderer=move || if drawn.with(|d| d.gl) { "webgl2".to_string() } else { renderer_name.clone() }
+                data-screen=move || drawn.with(|d| join(d.screen.iter().flat_map(|p| [p.0, p.1, p.2])))
+                data-points=move || drawn.with(|d| d.points)
+                data-labels=move || drawn.with(|d| d.labels)
+                data-ghosts=move || drawn.with(|d| d.ghosts)
+                data-arcs=move || drawn.with(|d| d.arcs)
+                data-selected=move || lab.selected.get().map(|i| i.to_string()).unwrap_or_default()
+                data-arc-row=move || row.with(|r| r.as_ref().map(|(_, r)| join(r.iter().copied())).unwrap_or_default())
+                data-positions=move || moment.with(|m| m.as_ref().map(|m| join(m.now.iter().flatten().copied())).unwrap_or_default())
                 data-step=move || lab.panels.with(|s| s.as_ref().map(|s| s.step).unwrap_or(0))
-                data-shown-step=move || shown.get().map(|p| p.step).unwrap_or(0)
+                data-shown-step=move || moment.with(|m| m.as_ref().map(|m| m.step.to_string()).unwrap_or_default())
                 on:pointerdown=on_down
                 on:pointermove=on_move
                 on:pointerup=on_up
-                on:pointercancel=on_up
+                on:pointercancel=on_cancel
                 on:keydown=on_key
             ></canvas>
+            <div id="sphere-legend" class="legend" aria-label="legend">
+                {move || match by_kind.get() {
+                    true => {
+                        let present: Vec<Kind> = lab.panels.with(|s| {
+                            let kinds: Vec<Kind> = s.as_ref().map(|s| s.symbols.iter().map(|x| Kind::of(x)).collect()).unwrap_or_default();
+                            Kind::ALL.into_iter().filter(|k| kinds.contains(k)).collect()
+                        });
+                        present
+                            .into_iter()
+                            .map(|k| view! { <span class="key"><i style=format!("background:{}", css(k.color()))></i>{k.name()}</span> })
+                            .collect_view()
+                            .into_any()
+                    }
+                    false => view! {
+                        <span class="key">
+                            "position 0 "
+                            <i class="ramp"></i>
+                            {move || format!(" {}", count().saturating_sub(1))}
+                        </span>
+                    }
+                    .into_any(),
+                }}
+                <span class="key">"␣ space, ↵ newline"</span>
+                <Show when=move || ghosts.get()><span class="key"><i class="ring"></i>"Brownian ghost"</span></Show>
+                <Show when=move || lab.selected.get().is_some()><span class="key"><i class="ring walker"></i>"walker on the chain"</span></Show>
+            </div>
+            <p id="sphere-note" class="note">
+                {move || {
+                    let chain = lab.selected.get().map(|i| {
+                        format!(
+                            " Arcs: where token {i} looks in layer {}, head {}{} (the attention panel's choice; the arcs \
+                             are of the latest frame).",
+                            lab.chain.layer.get(),
+                            lab.chain.head.get(),
+                            match lab.chain.k.get() {
+                                1 => String::new(),
+                                k => format!(", after {k} steps"),
+                            }
+                        )
+                    });
+                    kept()
+                        .map(|k| {
+                            format!(
+                                "These three directions keep {k:.0}% of the tokens' spread in {} dimensions; the rest \
+                                 is in directions the picture cannot show.{}",
+                                lab.panels.with(|s| s.as_ref().map_or(0, |s| s.d_model)),
+                                chain.unwrap_or_default()
+                            )
+                        })
+                        .unwrap_or_default()
+                }}
+            </p>
             {crate::panels::verdict_line("verdict-sphere".into(), move || lab.panels.with(|p| p.as_ref().and_then(|p| p.verdicts.sphere.clone())))}
             {crate::lab::gpu_copy_note(lab)}
         </section>

@@ -186,6 +186,44 @@ fn align(comps: &mut Vec<Vec<f64>>, values: &mut Vec<f64>, prev: &[f64], dim: us
     }
 }
 
+/// The point a fraction `t` of the way from `a` to `b` along the shorter great circle of the unit
+/// sphere (spherical linear interpolation), so an animation between two frames stays on the sphere.
+/// Nearly equal points are joined by a normalised straight line (the arc is one); antipodal ones,
+/// where no great circle is shortest, through a fixed perpendicular direction.
+pub fn slerp(a: [f64; 3], b: [f64; 3], t: f64) -> [f64; 3] {
+    let dot = (a[0] * b[0] + a[1] * b[1] + a[2] * b[2]).clamp(-1.0, 1.0);
+    let theta = dot.acos();
+    let unit = |v: [f64; 3]| {
+        let n = norm(&v);
+        if n > 0.0 {
+            [v[0] / n, v[1] / n, v[2] / n]
+        } else {
+            v
+        }
+    };
+    if theta < 1e-6 {
+        return unit([a[0] + t * (b[0] - a[0]), a[1] + t * (b[1] - a[1]), a[2] + t * (b[2] - a[2])]);
+    }
+    if std::f64::consts::PI - theta < 1e-6 {
+        // A half turn about any axis perpendicular to a: take the one from the smallest coordinate.
+        let i = (0..3).min_by(|&i, &j| a[i].abs().total_cmp(&a[j].abs())).unwrap_or(0);
+        let mut e = [0.0; 3];
+        e[i] = 1.0;
+        let along = a[i];
+        let perp = unit([e[0] - along * a[0], e[1] - along * a[1], e[2] - along * a[2]]);
+        let (s, c) = (std::f64::consts::PI * t).sin_cos();
+        return [c * a[0] + s * perp[0], c * a[1] + s * perp[1], c * a[2] + s * perp[2]];
+    }
+    let (wa, wb) = (((1.0 - t) * theta).sin() / theta.sin(), (t * theta).sin() / theta.sin());
+    unit([wa * a[0] + wb * b[0], wa * a[1] + wb * b[1], wa * a[2] + wb * b[2]])
+}
+
+/// `segments + 1` points along the great-circle arc from `a` to `b` (both ends included).
+pub fn arc(a: [f64; 3], b: [f64; 3], segments: usize) -> Vec<[f64; 3]> {
+    let n = segments.max(1);
+    (0..=n).map(|i| slerp(a, b, i as f64 / n as f64)).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -310,5 +348,53 @@ mod tests {
         assert!(q.explained[0] < q.explained[2]);
         assert!(project3(&pts[..10], 2, None).is_err());
         assert!(project3(&pts, dim, Some(&[1.0; 3])).is_err());
+    }
+
+    fn on_sphere(p: [f64; 3]) -> f64 {
+        (norm(&p) - 1.0).abs()
+    }
+
+    fn angle(a: [f64; 3], b: [f64; 3]) -> f64 {
+        (a[0] * b[0] + a[1] * b[1] + a[2] * b[2]).clamp(-1.0, 1.0).acos()
+    }
+
+    #[test]
+    fn slerp_stays_on_the_sphere_moves_at_constant_speed_and_ends_at_both_points() {
+        let unit = |v: Vec<f64>| -> [f64; 3] {
+            let n = norm(&v);
+            [v[0] / n, v[1] / n, v[2] / n]
+        };
+        for seed in 0..20 {
+            let (a, b) = (unit(gaussian(3, 2 * seed)), unit(gaussian(3, 2 * seed + 1)));
+            let whole = angle(a, b);
+            for (x, y) in slerp(a, b, 0.0).iter().zip(&a).chain(slerp(a, b, 1.0).iter().zip(&b)) {
+                assert!((x - y).abs() < 1e-12, "the ends are the two points");
+            }
+            for i in 1..10 {
+                let t = i as f64 / 10.0;
+                let p = slerp(a, b, t);
+                assert!(on_sphere(p) < 1e-12, "on the sphere at t = {t}");
+                // Constant speed along the great circle: the angle travelled is t times the whole.
+                assert!((angle(a, p) - t * whole).abs() < 1e-9, "angle from a at t = {t}");
+                assert!((angle(p, b) - (1.0 - t) * whole).abs() < 1e-9, "angle to b at t = {t}");
+            }
+        }
+    }
+
+    #[test]
+    fn slerp_of_equal_and_antipodal_points_is_defined_and_on_the_sphere() {
+        let a = [0.6, 0.0, 0.8];
+        for t in [0.0, 0.3, 1.0] {
+            let p = slerp(a, a, t);
+            assert!(on_sphere(p) < 1e-12 && angle(p, a) < 1e-9);
+        }
+        let b = [-0.6, 0.0, -0.8];
+        let mid = slerp(a, b, 0.5);
+        assert!(on_sphere(mid) < 1e-12);
+        assert!((angle(a, mid) - std::f64::consts::FRAC_PI_2).abs() < 1e-9, "half way round is a quarter turn");
+        assert!(angle(slerp(a, b, 1.0), b) < 1e-9);
+        let path = arc(a, [0.0, 1.0, 0.0], 8);
+        assert_eq!(path.len(), 9);
+        assert!(path.iter().all(|&p| on_sphere(p) < 1e-12));
     }
 }

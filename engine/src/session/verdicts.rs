@@ -59,10 +59,16 @@ pub fn brownian(b: &Brownian, tokens: usize) -> Verdict {
     let critical = ks_critical(tokens, tokens);
     let fits = b.r_squared.is_finite() && b.r_squared >= GOOD_R2;
     let same_law = b.ks.is_finite() && b.ks <= critical;
-    // A jump then a plateau: most of the fall of E[cos θ] happened by the first frame.
-    let first = b.mean_cos.first().copied().unwrap_or(1.0);
+    // A jump then a plateau: most of the fall of E[cos θ] happened in the first quarter of the time
+    // (diffusion's fall is spread over all of it: a quarter of the time gives well under 80% of it).
+    let end = b.times.last().copied().unwrap_or(b.mean_cos.len().saturating_sub(1) as f64);
+    let quarter = match b.times.is_empty() {
+        true => b.mean_cos.len() / 4,
+        false => b.times.iter().position(|&t| t >= 0.25 * end).unwrap_or(0),
+    };
+    let early = b.mean_cos.get(quarter.max(1)).copied().unwrap_or(1.0);
     let last = b.mean_cos.last().copied().unwrap_or(1.0);
-    let jumped = b.mean_cos.len() >= 3 && (1.0 - first) > 0.8 * (1.0 - last) && (1.0 - last) > 0.05;
+    let jumped = b.mean_cos.len() >= 3 && (1.0 - early) > 0.8 * (1.0 - last) && (1.0 - last) > 0.05;
     let fit_words = if !b.r_squared.is_finite() {
         "the fit has too few frames for an R²".to_string()
     } else if b.r_squared < 0.0 {
@@ -272,7 +278,8 @@ mod tests {
     use super::*;
 
     fn fit(r_squared: f64, ks: f64, mean_cos: Vec<f64>) -> Brownian {
-        Brownian { r_squared, ks, mean_cos, ..Brownian::default() }
+        let times = (0..mean_cos.len()).map(|t| t as f64).collect();
+        Brownian { r_squared, ks, mean_cos, times, ..Brownian::default() }
     }
 
     #[test]
@@ -284,16 +291,16 @@ mod tests {
 
     #[test]
     fn brownian_verdicts_follow_the_numbers() {
-        let good = brownian(&fit(0.97, 0.2, vec![0.9, 0.8, 0.7]), 32);
+        let good = brownian(&fit(0.97, 0.2, vec![1.0, 0.9, 0.8, 0.7]), 32);
         assert_eq!(good.agreement, Agreement::Agrees);
         assert!(good.sentence.starts_with("Brownian") && good.sentence.contains("within the 5% critical value 0.34"));
-        // The bug report's case: a jump to cos ~0.5 at the first frame, flat after, R^2 < 0.
-        let jump = brownian(&fit(-18.8, 0.438, vec![0.52, 0.5, 0.5, 0.49]), 32);
+        // The bug report's case: from 1 at the first frame a jump to cos ~0.5, flat after, R^2 < 0.
+        let jump = brownian(&fit(-18.8, 0.438, vec![1.0, 0.52, 0.5, 0.5, 0.49]), 32);
         assert_eq!(jump.agreement, Agreement::Disagrees);
         assert!(jump.sentence.contains("one jump early in training"), "{}", jump.sentence);
         assert!(jump.sentence.contains("R² = -18.80 is below 0: a flat line explains"), "{}", jump.sentence);
         assert!(jump.sentence.contains("beyond the 5% critical value"), "{}", jump.sentence);
-        let drift = brownian(&fit(0.5, 0.6, vec![0.95, 0.8, 0.5]), 32);
+        let drift = brownian(&fit(0.5, 0.6, vec![1.0, 0.95, 0.8, 0.5]), 32);
         assert_eq!(drift.agreement, Agreement::Disagrees);
         assert!(!drift.sentence.contains("jump"));
         assert_eq!(brownian(&fit(0.95, 0.6, vec![0.9, 0.8, 0.7]), 32).agreement, Agreement::Partly);

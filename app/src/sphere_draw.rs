@@ -1,0 +1,327 @@
+//! Drawing the sphere panel: a shaded ball seen in orthographic projection with the tokens as dots
+//! with depth cues (the far side smaller and dimmed), on WebGL2 (`sphere_gl`) or, without it, on the
+//! 2-D canvas; then on the 2-D canvas a label for every token placed where it does not cover
+//! another, trails as fading great-circle arcs, and for a selected token its attention row as arcs
+//! and its random walkers.
+
+use engine::science::sphere::arc;
+use wasm_bindgen::JsCast;
+use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement};
+
+use crate::sphere_gl::{Dot, Renderer};
+use crate::token_style::css;
+
+/// Segments per drawn great-circle arc.
+const ARC_SEGMENTS: usize = 12;
+/// Attention weights below this draw no arc (they would be invisible anyway).
+const MIN_ARC_P: f64 = 0.01;
+
+/// Rotates by yaw (about the vertical axis), then pitch (about the horizontal one).
+pub fn rotate(p: [f64; 3], yaw: f64, pitch: f64) -> [f64; 3] {
+    let (sy, cy) = yaw.sin_cos();
+    let (sp, cp) = pitch.sin_cos();
+    let x = cy * p[0] + sy * p[2];
+    let z = -sy * p[0] + cy * p[2];
+    let y = cp * p[1] - sp * z;
+    let z = sp * p[1] + cp * z;
+    [x, y, z]
+}
+
+/// Everything one picture of the ball shows.
+pub struct Scene<'a> {
+    /// The tokens' positions (unit vectors, the view's basis).
+    pub now: &'a [[f64; 3]],
+    /// Earlier frames of the same tokens, oldest first, ending just before `now`.
+    pub trail: &'a [Vec<[f64; 3]>],
+    pub colors: &'a [(u8, u8, u8)],
+    pub labels: &'a [String],
+    /// Brownian ghost walkers (unit vectors).
+    pub ghosts: &'a [[f64; 3]],
+    /// The selected token and its attention row P_i (one weight per token).
+    pub chain: Option<(usize, &'a [f64])>,
+    /// The selected token's random walkers, where they are now.
+    pub walkers: &'a [[f64; 3]],
+    pub caption: String,
+    pub yaw: f64,
+    pub pitch: f64,
+}
+
+/// What was drawn, for the page's data attributes (the browser test reads them).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Drawn {
+    pub points: usize,
+    pub labels: usize,
+    pub ghosts: usize,
+    pub arcs: usize,
+    /// Screen positions (CSS pixels) and depth (z > 0: near) of the tokens: clicks select the nearest.
+    pub screen: Vec<(f64, f64, f64)>,
+    /// Whether the ball and the dots came from WebGL2.
+    pub gl: bool,
+}
+
+struct Frame {
+    cx: f64,
+    cy: f64,
+    r: f64,
+    yaw: f64,
+    pitch: f64,
+}
+
+impl Frame {
+    /// Screen position and depth (z > 0: the near half).
+    fn project(&self, p: [f64; 3]) -> (f64, f64, f64) {
+        let q = rotate(p, self.yaw, self.pitch);
+        (self.cx + self.r * q[0], self.cy - self.r * q[1], q[2])
+    }
+}
+
+fn context(canvas: &HtmlCanvasElement) -> Result<CanvasRenderingContext2d, String> {
+    canvas
+        .get_context("2d")
+        .ok()
+        .flatten()
+        .and_then(|c| c.dyn_into().ok())
+        .ok_or_else(|| "the sphere canvas has no 2D context".to_string())
+}
+
+/// Sizes the canvas to its shown size in device pixels (sharp at any size); returns the CSS size
+/// and the device pixel ratio.
+fn fit(canvas: &HtmlCanvasElement, ctx: &CanvasRenderingContext2d) -> Result<(f64, f64), String> {
+    let css = match canvas.client_width() {
+        c if c >= 100 => c as f64,
+        _ => canvas.width() as f64,
+    };
+    let dpr = web_sys::window().map(|w| w.device_pixel_ratio()).unwrap_or(1.0).clamp(1.0, 4.0);
+    let px = (css * dpr).round() as u32;
+    if canvas.width() != px || canvas.height() != px {
+        canvas.set_width(px);
+        canvas.set_height(px);
+    }
+    ctx.set_transform(dpr, 0.0, 0.0, dpr, 0.0, 0.0).map_err(|_| "canvas transform failed".to_string())?;
+    Ok((css, dpr))
+}
+
+/// A token's dot: larger and opaque on the near half, smaller and faint on the far one.
+fn dot_size(z: f64) -> (f64, f64) {
+    if z >= 0.0 {
+        (5.5 + 2.0 * z, 1.0)
+    } else {
+        (4.0 + (1.0 + z), 0.5)
+    }
+}
+
+/// Draws `scene` (or the empty ball with a hint); the ball and the dots on WebGL2 when `gl` is given.
+pub fn draw(
+    canvas: &HtmlCanvasElement,
+    scene: Option<&Scene>,
+    dark: bool,
+    gl: Option<&Renderer>,
+) -> Result<Drawn, String> {
+    let ctx = context(canvas)?;
+    let (size, dpr) = fit(canvas, &ctx)?;
+    let (bg, fg, muted) = if dark { ("#16181d", "#e8ebf0", "#9aa2ae") } else { ("#ffffff", "#1d2026", "#5d6470") };
+    let (yaw, pitch) = scene.map_or((0.6, 0.35), |s| (s.yaw, s.pitch));
+    let f = Frame { cx: size / 2.0, cy: size / 2.0 + 8.0, r: 0.40 * size, yaw, pitch };
+    // Tokens back to front, so nearer dots cover farther ones.
+    let mut order: Vec<(usize, (f64, f64, f64))> =
+        scene.map(|s| s.now.iter().map(|&p| f.project(p)).enumerate().collect()).unwrap_or_default();
+    let screen = order.iter().map(|(_, p)| *p).collect();
+    order.sort_by(|a, b| a.1 .2.total_cmp(&b.1 .2));
+    let color = |i: usize| scene.and_then(|s| s.colors.get(i).copied()).unwrap_or((128, 128, 128));
+    let dots: Vec<Dot> = order
+        .iter()
+        .map(|&(i, (x, y, z))| {
+            let (radius, alpha) = dot_size(z);
+            Dot { x, y, radius, rgb: color(i), alpha }
+        })
+        .collect();
+    let mut drawn = Drawn { screen, ..Drawn::default() };
+    let image = gl.and_then(|r| r.render(size, dpr, (f.cx, f.cy, f.r), &dots, dark).ok());
+    match image {
+        Some(image) => {
+            ctx.draw_image_with_html_canvas_element_and_dw_and_dh(image, 0.0, 0.0, size, size)
+                .map_err(|_| "could not draw the WebGL2 view".to_string())?;
+            drawn.gl = true;
+        }
+        None => {
+            ctx.set_fill_style_str(bg);
+            ctx.fill_rect(0.0, 0.0, size, size);
+            ball(&ctx, &f, dark)?;
+        }
+    }
+    let Some(s) = scene else {
+        ctx.set_fill_style_str(fg);
+        ctx.set_font("15px sans-serif");
+        ctx.set_text_align("center");
+        let _ = ctx.fill_text("Press Start or Step to see the tokens", f.cx, f.cy);
+        ctx.set_text_align("start");
+        return Ok(drawn);
+    };
+    // Ghosts: hollow grey rings.
+    for &g in s.ghosts {
+        let (x, y, z) = f.project(g);
+        ctx.set_global_alpha(if z >= 0.0 { 0.9 } else { 0.35 });
+        ctx.set_stroke_style_str(muted);
+        ctx.set_line_width(1.5);
+        circle(&ctx, x, y, if z >= 0.0 { 5.5 } else { 3.5 })?;
+        ctx.stroke();
+        drawn.ghosts += 1;
+    }
+    // Trails: each token's path through the earlier frames, as great-circle arcs fading with age.
+    let frames = s.trail.len();
+    let mut history: Vec<&[[f64; 3]]> = s.trail.iter().map(Vec::as_slice).collect();
+    history.push(s.now);
+    for (age, pair) in history.windows(2).enumerate() {
+        let alpha = 0.7 * (age + 1) as f64 / (frames + 1) as f64;
+        for i in 0..s.now.len() {
+            let (Some(&a), Some(&b)) = (pair[0].get(i), pair[1].get(i)) else { continue };
+            ctx.set_stroke_style_str(&css(color(i)));
+            ctx.set_line_width(2.0);
+            path(&ctx, &f, &arc(a, b, 4), alpha);
+        }
+    }
+    // The selected token's attention row: arcs whose width and opacity are P_ij.
+    let selected = s.chain.map(|c| c.0);
+    if let Some((i, row)) = s.chain {
+        if let Some(&from) = s.now.get(i) {
+            ctx.set_stroke_style_str(fg);
+            for (j, &p) in row.iter().enumerate() {
+                let Some(&to) = s.now.get(j) else { continue };
+                if p < MIN_ARC_P || j == i {
+                    continue;
+                }
+                ctx.set_line_width(1.5 + 8.0 * p);
+                path(&ctx, &f, &arc(from, to, ARC_SEGMENTS), 0.3 + 0.7 * p);
+                drawn.arcs += 1;
+            }
+        }
+    }
+    for (&(i, (x, y, _)), d) in order.iter().zip(&dots) {
+        let chosen = Some(i) == selected;
+        if !drawn.gl || chosen {
+            ctx.set_global_alpha(d.alpha);
+            circle(&ctx, x, y, d.radius)?;
+            if !drawn.gl {
+                ctx.set_fill_style_str(&css(d.rgb));
+                ctx.fill();
+            }
+            ctx.set_stroke_style_str(if chosen { fg } else { bg });
+            ctx.set_line_width(if chosen { 3.0 } else { 1.0 });
+            ctx.stroke();
+        }
+        drawn.points += 1;
+    }
+    // Walkers of the selected token's chain: rings in the text colour around the background's.
+    for &w in s.walkers {
+        let (x, y, z) = f.project(w);
+        ctx.set_global_alpha(if z >= 0.0 { 1.0 } else { 0.5 });
+        ctx.set_fill_style_str(bg);
+        ctx.set_stroke_style_str(fg);
+        ctx.set_line_width(2.5);
+        circle(&ctx, x, y, 4.5)?;
+        ctx.fill();
+        ctx.stroke();
+    }
+    ctx.set_global_alpha(1.0);
+    drawn.labels = labels(&ctx, s, &order, fg, muted, bg);
+    ctx.set_fill_style_str(fg);
+    ctx.set_font("13px sans-serif");
+    let _ = ctx.fill_text(&s.caption, 8.0, 16.0);
+    Ok(drawn)
+}
+
+/// The ball: lit from the upper left, with its equator and a meridian turned with the view.
+fn ball(ctx: &CanvasRenderingContext2d, f: &Frame, dark: bool) -> Result<(), String> {
+    let (lit, shade, line) = if dark { ("#2a2f38", "#101216", "#3d434e") } else { ("#ffffff", "#dfe4ec", "#c3c9d3") };
+    let g = ctx
+        .create_radial_gradient(f.cx - 0.35 * f.r, f.cy - 0.4 * f.r, 0.05 * f.r, f.cx, f.cy, f.r)
+        .map_err(|_| "canvas gradient failed".to_string())?;
+    let _ = g.add_color_stop(0.0, lit);
+    let _ = g.add_color_stop(1.0, shade);
+    ctx.set_fill_style_canvas_gradient(&g);
+    circle(ctx, f.cx, f.cy, f.r)?;
+    ctx.fill();
+    ctx.set_stroke_style_str(line);
+    ctx.set_line_width(1.0);
+    ctx.stroke();
+    for c in 0..2 {
+        let ring: Vec<[f64; 3]> = (0..=72)
+            .map(|i| {
+                let a = std::f64::consts::TAU * i as f64 / 72.0;
+                if c == 0 {
+                    [a.cos(), 0.0, a.sin()]
+                } else {
+                    [0.0, a.cos(), a.sin()]
+                }
+            })
+            .collect();
+        path(ctx, f, &ring, 1.0);
+    }
+    Ok(())
+}
+
+fn circle(ctx: &CanvasRenderingContext2d, x: f64, y: f64, r: f64) -> Result<(), String> {
+    ctx.begin_path();
+    ctx.arc(x, y, r, 0.0, std::f64::consts::TAU).map_err(|_| "canvas arc failed".to_string())
+}
+
+/// Strokes a path of points on the sphere, each segment dimmed where it runs on the far side.
+fn path(ctx: &CanvasRenderingContext2d, f: &Frame, points: &[[f64; 3]], alpha: f64) {
+    for pair in points.windows(2) {
+        let ((x0, y0, z0), (x1, y1, z1)) = (f.project(pair[0]), f.project(pair[1]));
+        ctx.set_global_alpha(if z0 + z1 >= 0.0 { alpha } else { 0.35 * alpha });
+        ctx.begin_path();
+        ctx.move_to(x0, y0);
+        ctx.line_to(x1, y1);
+        ctx.stroke();
+    }
+    ctx.set_global_alpha(1.0);
+}
+
+/// A label for every token, nearest first: each takes the first of eight spots around its point
+/// that covers no label placed before it (the first spot when all are taken). Near labels are
+/// larger and in the text colour, far ones smaller and muted; a halo keeps them readable on trails.
+fn labels(
+    ctx: &CanvasRenderingContext2d,
+    s: &Scene,
+    order: &[(usize, (f64, f64, f64))],
+    fg: &str,
+    muted: &str,
+    bg: &str,
+) -> usize {
+    let mut placed: Vec<(f64, f64, f64, f64)> = Vec::new();
+    let overlaps = |r: &(f64, f64, f64, f64), q: &(f64, f64, f64, f64)| {
+        r.0 < q.0 + q.2 && q.0 < r.0 + r.2 && r.1 < q.1 + q.3 && q.1 < r.1 + r.3
+    };
+    ctx.set_line_join("round");
+    let mut count = 0;
+    for (i, (x, y, z)) in order.iter().rev() {
+        let Some(text) = s.labels.get(*i) else { continue };
+        let near = *z >= 0.0;
+        let px = if near { 15.0 } else { 12.0 };
+        ctx.set_font(&format!("{}{px}px ui-monospace, monospace", if near { "600 " } else { "" }));
+        let w = ctx.measure_text(text).map(|m| m.width()).unwrap_or(px * 0.6 * text.chars().count() as f64);
+        let (d, h) = (8.0, px);
+        let spots = [
+            (d, -d),
+            (-w - d, -d),
+            (d, h + d * 0.5),
+            (-w - d, h + d * 0.5),
+            (-w / 2.0, -d - 2.0),
+            (-w / 2.0, h + d + 2.0),
+            (d + 6.0, h / 2.0 - 2.0),
+            (-w - d - 6.0, h / 2.0 - 2.0),
+        ];
+        let rect = |(dx, dy): (f64, f64)| (x + dx, y + dy - h, w, h);
+        let spot =
+            spots.iter().map(|&o| rect(o)).find(|r| placed.iter().all(|q| !overlaps(r, q))).unwrap_or(rect(spots[0]));
+        placed.push(spot);
+        ctx.set_stroke_style_str(bg);
+        ctx.set_line_width(3.0);
+        let _ = ctx.stroke_text(text, spot.0, spot.1 + h - 2.0);
+        ctx.set_fill_style_str(if near { fg } else { muted });
+        let _ = ctx.fill_text(text, spot.0, spot.1 + h - 2.0);
+        count += 1;
+    }
+    count
+}
