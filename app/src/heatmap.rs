@@ -42,6 +42,7 @@ fn draw(
     t: usize,
     labels: &[String],
     selected: Option<usize>,
+    hovered: Option<(usize, usize)>,
     dark: bool,
 ) -> Result<(Layout, f64), String> {
     let ctx: CanvasRenderingContext2d = canvas
@@ -94,7 +95,17 @@ fn draw(
         let _ = ctx.fill_text(label, layout.x0 + c, layout.y0 - 5.0);
         let _ = ctx.fill_text(label, layout.x0 / 2.0, layout.y0 + c + font / 3.0);
     }
-    // The selected token's row, framed.
+    // The cell under the pointer, framed thin; the selected token's row, framed.
+    if let Some((i, j)) = hovered.filter(|&(i, j)| i < t && j < t) {
+        ctx.set_stroke_style_str(fg);
+        ctx.set_line_width(1.5);
+        ctx.stroke_rect(
+            layout.x0 + layout.cell * j as f64,
+            layout.y0 + layout.cell * i as f64,
+            layout.cell,
+            layout.cell,
+        );
+    }
     if let Some(i) = selected.filter(|&i| i < t) {
         ctx.set_stroke_style_str(fg);
         ctx.set_line_width(2.0);
@@ -179,6 +190,7 @@ pub fn AttentionPanel(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
     let layout = RwSignal::new(None::<Layout>);
     // The cell under the pointer: (row, column, P_ij of the matrix shown).
     let hover = RwSignal::new(None::<(usize, usize, f64)>);
+    let hover_cell = Memo::new(move |_| hover.get().map(|(i, j, _)| (i, j)));
     let layers = move || lab.panels.with(|s| s.as_ref().map(|s| s.layers)).unwrap_or(lab.settings.with(|s| s.layers));
     let heads = move || lab.panels.with(|s| s.as_ref().map(|s| s.heads)).unwrap_or(lab.settings.with(|s| s.heads));
     let matrix =
@@ -191,10 +203,11 @@ pub fn AttentionPanel(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
     Effect::new(move |_| {
         let dark = dark.get();
         let selected = lab.selected.get();
+        let hovered = hover_cell.get();
         let Some(canvas) = canvas_ref.get() else { return };
         let result = matrix.with(|m| {
             let (p, t) = m.as_ref().map_or((&[][..], 0), |(p, t)| (p.as_slice(), *t));
-            labels.with(|l| draw(&canvas, p, t, l, selected, dark)).map(|(lay, h)| (lay, (t > 0).then_some(h)))
+            labels.with(|l| draw(&canvas, p, t, l, selected, hovered, dark)).map(|(lay, h)| (lay, (t > 0).then_some(h)))
         });
         match result {
             Ok((lay, h)) => {

@@ -8,8 +8,9 @@
 //!
 //! Modules: `lab` (the state and the link to the worker), `settings_panel` (presets and free
 //! settings), `url_state` (the experiment in the address), `script_api` (`window.spherewalk`),
-//! `sphere_view`, `heatmap`, `panels` and `charts` (the drawings), `export` (the run as JSON,
-//! figures as PNG, downloads).
+//! `tour` (the guided tour), `sphere_view` (the sphere panel; `sphere_draw` draws it, `sphere_gl` the
+//! WebGL2 ball and dots, `token_style` the glyphs and colour-blind-safe colours), `heatmap`, `panels`
+//! and `charts` (the drawings), `export` (the run as JSON, figures as PNG, downloads).
 //!
 //! Stable element ids, read by the browser test (`e2e/page.test.mjs`): `#version`, `#backend`,
 //! `#theme`, `#start`, `#step-once`, `#reset`, `#export`, `#status`, `#step`, `#total-steps`,
@@ -18,6 +19,9 @@
 //! `#download-model`, `#download-config`, `#model-input`, `#model-note`, `#model-error`, `#preset`
 //! and the settings inputs, `#loss-chart` (`data-train-losses`, `data-val-losses`: plotted values,
 //! comma-separated), `#sphere` (`data-points`, `data-ghosts`), `#ghosts`, `#attention`,
+//! `#sphere` also has `data-labels`, `data-arcs`, `data-arc-row` (the selected token's row of P^k),
+//! `data-positions`, `data-screen`, `data-shown-step`, `data-renderer`; `#sphere-token`,
+//! `#sphere-play`, `#time`, `#attention` (`data-grid`, `data-hover-p`), `#attention-hover`,
 //! `#entropy-chart`, `#diagnostics`, `#brownian-d`, `#brownian-r2`, `#brownian-ks` (`data-value`),
 //! `#brownian-note`, `#brownian-chart`, `#png-<canvas id>` (PNG download of each figure), and the
 //! panels `#panel-*`, `#crashed` and `#restart-worker`. `window.wasmBindings.bench_default_steps(n)`

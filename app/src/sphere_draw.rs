@@ -101,13 +101,19 @@ fn fit(canvas: &HtmlCanvasElement, ctx: &CanvasRenderingContext2d) -> Result<(f6
     Ok((css, dpr))
 }
 
-/// A token's dot: larger and opaque on the near half, smaller and faint on the far one.
-fn dot_size(z: f64) -> (f64, f64) {
+/// A token's dot (radius in CSS pixels, opacity): larger and opaque on the near half, smaller and
+/// faint on the far one; `scale` grows it with the view.
+fn dot_size(z: f64, scale: f64) -> (f64, f64) {
     if z >= 0.0 {
-        (5.5 + 2.0 * z, 1.0)
+        (scale * (5.5 + 2.0 * z), 1.0)
     } else {
-        (4.0 + (1.0 + z), 0.5)
+        (scale * (4.0 + (1.0 + z)), 0.6)
     }
+}
+
+/// Dots and labels grow with the view, within limits (a phone, a projector).
+fn view_scale(size: f64) -> f64 {
+    (size / 420.0).clamp(0.85, 1.6)
 }
 
 /// Draws `scene` (or the empty ball with a hint); the ball and the dots on WebGL2 when `gl` is given.
@@ -131,7 +137,7 @@ pub fn draw(
     let dots: Vec<Dot> = order
         .iter()
         .map(|&(i, (x, y, z))| {
-            let (radius, alpha) = dot_size(z);
+            let (radius, alpha) = dot_size(z, view_scale(size));
             Dot { x, y, radius, rgb: color(i), alpha }
         })
         .collect();
@@ -142,6 +148,7 @@ pub fn draw(
             ctx.draw_image_with_html_canvas_element_and_dw_and_dh(image, 0.0, 0.0, size, size)
                 .map_err(|_| "could not draw the WebGL2 view".to_string())?;
             drawn.gl = true;
+            rings(&ctx, &f, dark);
         }
         None => {
             ctx.set_fill_style_str(bg);
@@ -223,7 +230,7 @@ pub fn draw(
         ctx.stroke();
     }
     ctx.set_global_alpha(1.0);
-    drawn.labels = labels(&ctx, s, &order, fg, muted, bg);
+    drawn.labels = labels(&ctx, s, &order, view_scale(size), (fg, muted, bg));
     ctx.set_fill_style_str(fg);
     ctx.set_font("13px sans-serif");
     let _ = ctx.fill_text(&s.caption, 8.0, 16.0);
@@ -244,6 +251,14 @@ fn ball(ctx: &CanvasRenderingContext2d, f: &Frame, dark: bool) -> Result<(), Str
     ctx.set_stroke_style_str(line);
     ctx.set_line_width(1.0);
     ctx.stroke();
+    rings(ctx, f, dark);
+    Ok(())
+}
+
+/// The equator and a meridian, turned with the view (the far halves dimmed).
+fn rings(ctx: &CanvasRenderingContext2d, f: &Frame, dark: bool) {
+    ctx.set_stroke_style_str(if dark { "#4a515d" } else { "#b9c0cb" });
+    ctx.set_line_width(1.0);
     for c in 0..2 {
         let ring: Vec<[f64; 3]> = (0..=72)
             .map(|i| {
@@ -257,7 +272,6 @@ fn ball(ctx: &CanvasRenderingContext2d, f: &Frame, dark: bool) -> Result<(), Str
             .collect();
         path(ctx, f, &ring, 1.0);
     }
-    Ok(())
 }
 
 fn circle(ctx: &CanvasRenderingContext2d, x: f64, y: f64, r: f64) -> Result<(), String> {
@@ -285,9 +299,8 @@ fn labels(
     ctx: &CanvasRenderingContext2d,
     s: &Scene,
     order: &[(usize, (f64, f64, f64))],
-    fg: &str,
-    muted: &str,
-    bg: &str,
+    scale: f64,
+    (fg, muted, bg): (&str, &str, &str),
 ) -> usize {
     let mut placed: Vec<(f64, f64, f64, f64)> = Vec::new();
     let overlaps = |r: &(f64, f64, f64, f64), q: &(f64, f64, f64, f64)| {
@@ -298,10 +311,10 @@ fn labels(
     for (i, (x, y, z)) in order.iter().rev() {
         let Some(text) = s.labels.get(*i) else { continue };
         let near = *z >= 0.0;
-        let px = if near { 15.0 } else { 12.0 };
+        let px = scale * if near { 15.0 } else { 12.0 };
         ctx.set_font(&format!("{}{px}px ui-monospace, monospace", if near { "600 " } else { "" }));
         let w = ctx.measure_text(text).map(|m| m.width()).unwrap_or(px * 0.6 * text.chars().count() as f64);
-        let (d, h) = (8.0, px);
+        let (d, h) = (8.0 * scale, px);
         let spots = [
             (d, -d),
             (-w - d, -d),

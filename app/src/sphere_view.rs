@@ -537,7 +537,7 @@ pub fn SphereView(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                 on:pointercancel=on_cancel
                 on:keydown=on_key
             ></canvas>
-            <div id="sphere-legend" class="legend" aria-label="legend">
+            <div id="sphere-legend" class="legend" aria-label="legend" hidden=move || count() == 0>
                 {move || match by_kind.get() {
                     true => {
                         let present: Vec<Kind> = lab.panels.with(|s| {
