@@ -24,11 +24,28 @@ pub struct MatMut<'a, S> {
     cs: usize,
 }
 
-fn last_index(offset: usize, rows: usize, cols: usize, rs: usize, cs: usize) -> usize {
-    if rows == 0 || cols == 0 {
-        offset
-    } else {
-        offset + (rows - 1) * rs + (cols - 1) * cs
+/// The largest index a non-empty view touches, or None when it overflows (or a stride does not fit
+/// the GEMM's `isize`): such a view is refused, so safe code never reaches the unsafe GEMM with it.
+fn last_index(offset: usize, rows: usize, cols: usize, rs: usize, cs: usize) -> Option<usize> {
+    isize::try_from(rs).ok()?;
+    isize::try_from(cs).ok()?;
+    (rows - 1).checked_mul(rs)?.checked_add((cols - 1).checked_mul(cs)?)?.checked_add(offset)
+}
+
+/// Whether a view stays inside `len` elements.
+fn in_bounds(len: usize, offset: usize, rows: usize, cols: usize, rs: usize, cs: usize) -> bool {
+    rows == 0 || cols == 0 || last_index(offset, rows, cols, rs, cs).is_some_and(|last| last < len)
+}
+
+/// Whether the elements of a view are distinct memory: an output view that aliased itself (a zero
+/// stride, or rows that overlap) would make the GEMM's writes race with its own reads.
+fn distinct(rows: usize, cols: usize, rs: usize, cs: usize) -> bool {
+    match (rows, cols) {
+        (0, _) | (_, 0) | (1, 1) => true,
+        (1, _) => cs > 0,
+        (_, 1) => rs > 0,
+        // One stride steps over a whole line of the other.
+        _ => (cs > 0 && rs >= cols.saturating_mul(cs)) || (rs > 0 && cs >= rows.saturating_mul(rs)),
     }
 }
 
@@ -40,10 +57,7 @@ impl<'a, S: Scalar> MatRef<'a, S> {
 
     /// A general view: element (i, j) is `data[offset + i * rs + j * cs]`.
     pub fn strided(data: &'a [S], offset: usize, rows: usize, cols: usize, rs: usize, cs: usize) -> Self {
-        assert!(
-            rows == 0 || cols == 0 || last_index(offset, rows, cols, rs, cs) < data.len(),
-            "matrix view out of bounds"
-        );
+        assert!(in_bounds(data.len(), offset, rows, cols, rs, cs), "matrix view out of bounds");
         MatRef { data, offset, rows, cols, rs, cs }
     }
 
@@ -61,11 +75,10 @@ impl<'a, S: Scalar> MatMut<'a, S> {
         Self::strided(data, 0, rows, cols, cols, 1)
     }
 
+    /// A general output view: element (i, j) is `data[offset + i * rs + j * cs]`, each element once.
     pub fn strided(data: &'a mut [S], offset: usize, rows: usize, cols: usize, rs: usize, cs: usize) -> Self {
-        assert!(
-            rows == 0 || cols == 0 || last_index(offset, rows, cols, rs, cs) < data.len(),
-            "matrix view out of bounds"
-        );
+        assert!(in_bounds(data.len(), offset, rows, cols, rs, cs), "matrix view out of bounds");
+        assert!(distinct(rows, cols, rs, cs), "an output matrix view must not alias its own elements");
         MatMut { data, offset, rows, cols, rs, cs }
     }
 }
@@ -77,7 +90,8 @@ pub fn gemm<S: Scalar>(alpha: S, a: MatRef<S>, b: MatRef<S>, beta: S, c: MatMut<
     if c.rows == 0 || c.cols == 0 {
         return;
     }
-    // SAFETY: every view was bounds-checked at construction; `c` is uniquely borrowed.
+    // SAFETY: every view was bounds-checked (without overflow) at construction, its strides fit
+    // isize, `c`'s elements are distinct and `c` is uniquely borrowed.
     unsafe {
         S::gemm_raw(
             a.rows,
@@ -116,5 +130,37 @@ mod tests {
                 assert!((c[i * n + j] - want).abs() < 1e-12);
             }
         }
+    }
+
+    #[test]
+    #[should_panic(expected = "must not alias")]
+    fn an_output_view_with_a_zero_stride_is_refused() {
+        let mut c = vec![0.0f64; 4];
+        let _ = MatMut::strided(&mut c, 0, 2, 2, 0, 1);
+    }
+
+    #[test]
+    #[should_panic(expected = "must not alias")]
+    fn an_output_view_with_overlapping_rows_is_refused() {
+        let mut c = vec![0.0f64; 8];
+        let _ = MatMut::strided(&mut c, 0, 3, 3, 1, 1);
+    }
+
+    #[test]
+    #[should_panic(expected = "out of bounds")]
+    fn a_view_whose_last_index_overflows_is_refused() {
+        let a = vec![0.0f64; 4];
+        let _ = MatRef::strided(&a, 1, 2, 2, usize::MAX / 2 + 1, 1);
+    }
+
+    #[test]
+    fn transposed_and_column_major_output_views_are_accepted() {
+        let mut c = vec![0.0f64; 6];
+        let v = MatMut::strided(&mut c, 0, 2, 3, 1, 2);
+        assert_eq!((v.rows, v.cols), (2, 3));
+        // An input may repeat elements (a broadcast row), an output may not.
+        let a = vec![1.0f64; 3];
+        let b = MatRef::strided(&a, 0, 4, 3, 0, 1);
+        assert_eq!(b.at(3, 2), 1.0);
     }
 }
