@@ -4,32 +4,10 @@
 //! - `MatrixFree`: `G X A = (1/N^2) g^T (g X) a~^T a~` from the current batch, no A or G formed;
 //! - `ExactFisher`: the empirical-Fisher block `(1/N) g^T diag(s) a~`, `s_n = g_n^T X a~_n`.
 
-use serde::{Deserialize, Serialize};
-
 use crate::matmul::{gemm, MatMut, MatRef};
 use crate::scalar::Scalar;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Product {
-    Factors,
-    MatrixFree,
-    ExactFisher,
-}
-
-impl std::str::FromStr for Product {
-    type Err = crate::Error;
-    fn from_str(s: &str) -> crate::error::Result<Self> {
-        match s {
-            "factors" => Ok(Product::Factors),
-            "matrix-free" | "matrix_free" => Ok(Product::MatrixFree),
-            "exact-fisher" | "exact_fisher" | "fisher" => Ok(Product::ExactFisher),
-            _ => {
-                Err(crate::Error::Config(format!("unknown CG product {s:?}; use factors, matrix-free or exact-fisher")))
-            }
-        }
-    }
-}
+pub use crate::config::Product;
 
 /// One layer's operands: factors (for `Factors`) or the batch (for the matrix-free products).
 pub struct Operands<'a, S> {
