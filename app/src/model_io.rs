@@ -64,29 +64,18 @@ pub fn from_record(rec: &Record) -> Result<(Snapshot, SavedMeta), String> {
 /// The model as one safetensors file with the config, settings and step in its metadata.
 pub fn model_file(config: &TrainConfig, settings: &Settings, step: usize, params: &[f32]) -> Result<Vec<u8>, String> {
     let layout = Layout::new(&config.model);
-    let bytes = checkpoint::to_safetensors(&checkpoint::named_tensors(&layout, params)).map_err(|e| e.to_string())?;
-    let n = u64::from_le_bytes(bytes[..8].try_into().map_err(|_| "short safetensors")?) as usize;
-    let mut header: serde_json::Map<String, serde_json::Value> =
-        serde_json::from_slice(&bytes[8..8 + n]).map_err(|e| e.to_string())?;
-    header.insert(
-        "__metadata__".into(),
-        serde_json::json!({
-            "format": "spherewalk",
-            "engine_version": engine::VERSION,
-            "step": step.to_string(),
-            "config": serde_json::to_string(config).unwrap_or_default(),
-            "settings": serde_json::to_string(settings).unwrap_or_default(),
-        }),
-    );
-    let mut h = serde_json::to_vec(&header).map_err(|e| e.to_string())?;
-    while h.len() % 8 != 0 {
-        h.push(b' ');
-    }
-    let mut out = Vec::with_capacity(8 + h.len() + bytes.len() - 8 - n);
-    out.extend_from_slice(&(h.len() as u64).to_le_bytes());
-    out.extend_from_slice(&h);
-    out.extend_from_slice(&bytes[8 + n..]);
-    Ok(out)
+    let metadata = [
+        ("format", "spherewalk".to_string()),
+        ("engine_version", engine::VERSION.to_string()),
+        ("step", step.to_string()),
+        ("config", serde_json::to_string(config).unwrap_or_default()),
+        ("settings", serde_json::to_string(settings).unwrap_or_default()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect();
+    checkpoint::to_safetensors_with(&checkpoint::named_tensors(&layout, params), Some(metadata))
+        .map_err(|e| e.to_string())
 }
 
 /// The CLI's checkpoint `config.json` for this run.

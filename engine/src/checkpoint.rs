@@ -40,6 +40,15 @@ fn le_bytes(values: &[f32]) -> Vec<u8> {
 
 /// Serialises named f32 tensors to safetensors bytes.
 pub fn to_safetensors(tensors: &[(String, Vec<usize>, Vec<f32>)]) -> Result<Vec<u8>> {
+    to_safetensors_with(tensors, None)
+}
+
+/// Serialises named f32 tensors to safetensors bytes with string `metadata` in the header
+/// (`__metadata__`, which safetensors readers show and ignore).
+pub fn to_safetensors_with(
+    tensors: &[(String, Vec<usize>, Vec<f32>)],
+    metadata: Option<HashMap<String, String>>,
+) -> Result<Vec<u8>> {
     let bytes: Vec<(String, Vec<usize>, Vec<u8>)> =
         tensors.iter().map(|(n, s, v)| (n.clone(), s.clone(), le_bytes(v))).collect();
     let views = bytes
@@ -50,7 +59,7 @@ pub fn to_safetensors(tensors: &[(String, Vec<usize>, Vec<f32>)]) -> Result<Vec<
                 .map_err(|e| Error::Checkpoint(e.to_string()))
         })
         .collect::<Result<Vec<_>>>()?;
-    safetensors::serialize(views, None).map_err(|e| Error::Checkpoint(e.to_string()))
+    safetensors::serialize(views, metadata).map_err(|e| Error::Checkpoint(e.to_string()))
 }
 
 /// Reads every f32 tensor of a safetensors file: name -> (shape, values).
@@ -117,5 +126,21 @@ impl Snapshot {
         let optimizer =
             from_safetensors(&read(OPTIMIZER_FILE)?, OPTIMIZER_FILE)?.into_iter().map(|(n, (_, v))| (n, v)).collect();
         Ok(Snapshot { config: cfg.config, step: cfg.step, params, optimizer })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn metadata_travels_in_the_header_and_the_tensors_stay_as_they_were() {
+        let tensors = vec![("w".to_string(), vec![2, 3], vec![1.0, -2.0, 3.5, 0.0, 1e-8, 7.0])];
+        let meta: HashMap<String, String> = [("step".to_string(), "12".to_string())].into_iter().collect();
+        let bytes = to_safetensors_with(&tensors, Some(meta.clone())).unwrap();
+        let (_, header) = SafeTensors::read_metadata(&bytes).unwrap();
+        assert_eq!(header.metadata().as_ref(), Some(&meta));
+        let back = from_safetensors(&bytes, "the test file").unwrap();
+        assert_eq!(back["w"], (vec![2, 3], tensors[0].2.clone()));
     }
 }
