@@ -8,6 +8,7 @@ use wasm_bindgen::JsCast;
 use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement};
 
 use crate::lab::{Chain, Lab};
+use crate::panels::Explain;
 use crate::token_style::{glyph, viridis};
 
 /// Where the cells, the labels and the colour scale sit, in CSS pixels.
@@ -248,9 +249,7 @@ pub fn AttentionPanel(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
     view! {
         <section id="panel-attention" class="panel" aria-labelledby="attention-title">
             <h2 id="attention-title">"Attention as a Markov chain"</h2>
-            <details class="explain">
-                <summary>"What is this?"</summary>
-                <p>
+            <Explain>
                     "Row i of a head's attention matrix P is where token i looks: P_ij >= 0 and each row sums "
                     "to 1, so P is the transition matrix of a random walk over positions. P^k is k steps of that "
                     "walk (k layers of attention alone, with no mixing in between): as k grows the rows tend to "
@@ -258,8 +257,7 @@ pub fn AttentionPanel(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                     "Rows are the tokens that look (left labels), columns the tokens looked at (top labels). "
                     "Colour is the square root of P_ij relative to the largest entry of the matrix (the scale "
                     "under it, in probabilities): yellow is that largest entry, dark purple is 0."
-                </p>
-            </details>
+            </Explain>
             <div class="row">
                 {slider("att-layer", "layer", layer, 0, move || layers().saturating_sub(1))}
                 {slider("att-head", "head", head, 0, move || heads().saturating_sub(1))}

@@ -6,6 +6,17 @@ use leptos::prelude::*;
 use crate::charts::{self, Line, PALETTE};
 use crate::lab::Lab;
 
+/// A panel's "What is this?": the explanation, folded until asked for.
+#[component]
+pub fn Explain(children: Children) -> impl IntoView {
+    view! {
+        <details class="explain">
+            <summary>"What is this?"</summary>
+            <p>{children()}</p>
+        </details>
+    }
+}
+
 /// A button that offers a figure (a canvas, by id) as a PNG download.
 #[component]
 pub fn PngButton(canvas: &'static str, file: &'static str) -> impl IntoView {
@@ -136,14 +147,11 @@ pub fn LossPanel(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
     view! {
         <section id="panel-loss" class="panel" aria-labelledby="loss-title">
             <h2 id="loss-title">"Loss"</h2>
-            <details class="explain">
-                <summary>"What is this?"</summary>
-                <p>
+            <Explain>
                     "Cross-entropy of the next token, in nats: the training loss of every step (line) and the "
                     "loss on held-out validation batches (dots). ln(vocabulary) is the loss of a uniform guess. "
                     "Runs you reset or restart stay on the chart (thin lines), so two optimizers can be compared."
-                </p>
-            </details>
+            </Explain>
             <PngButton canvas="loss-chart" file="spherewalk-loss.png" />
             <canvas
                 id="loss-chart"
@@ -187,16 +195,13 @@ pub fn EntropyPanel(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
     view! {
         <section id="panel-entropy" class="panel" aria-labelledby="entropy-title">
             <h2 id="entropy-title">"Entropy over training (JoMA)"</h2>
-            <details class="explain">
-                <summary>"What is this?"</summary>
-                <p>
+            <Explain>
                     "The mean entropy H = -sum_j P_ij ln P_ij of the attention rows of each layer, over all heads, "
                     "on the probe row. Uniform causal attention over T positions has (1/T) sum ln i. JoMA (Tian "
                     "et al., 2023) predicts that attention first becomes sparse (entropy falls) on the tokens that "
                     "co-occur most, then dense again as less frequent ones are learned: look for a dip and a "
                     "rebound, clearest with the identity activation on the hierarchy data."
-                </p>
-            </details>
+            </Explain>
             <PngButton canvas="entropy-chart" file="spherewalk-entropy.png" />
             <canvas
                 id="entropy-chart"
@@ -246,16 +251,13 @@ pub fn DiagnosticsPanel(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
             class:hidden=move || !matches!(second_order().as_str(), "kfac" | "cgfac")
         >
             <h2 id="diagnostics-title">"Second-order diagnostics"</h2>
-            <details class="explain">
-                <summary>"What is this?"</summary>
-                <p>
+            <Explain>
                     "K-FAC and CG-FAC precondition the gradient with a Kronecker-factored curvature (A = E[a a^T] "
                     "of each layer's inputs, G = E[g g^T] of its output gradients). CG-FAC solves (A ⊗ G + λI) x = g "
                     "with conjugate gradients instead of inverting the factors: shown are the CG iterations, the "
                     "final relative residual |r|/|r0|, the damping λ and how often a layer fell back to the plain "
                     "gradient. Few iterations and small residuals mean the solve is easy."
-                </p>
-            </details>
+            </Explain>
             <pre id="diagnostics" aria-live="off">
                 {move || lab.diag_text.get().unwrap_or_else(|| "no second-order step yet".into())}
             </pre>
@@ -288,91 +290,24 @@ pub fn BrownianPanel(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
         }
         depth
     });
-    Effect::new(move |_| {
-        let dark = dark.get();
-        let Some(canvas) = canvas_ref.get() else { return };
-        let (lines, x_max) = match current.get() {
-            Some(Ok(a)) => {
-                // Every curve starts at cos 0 = 1 at the first frame.
-                let pts = |ys: &[f64]| {
-                    std::iter::once((0.0, 1.0))
-                        .chain(a.times.iter().copied().zip(ys.iter().copied()))
-                        .collect::<Vec<_>>()
-                };
-                (
-                    vec![
-                        Line {
-                            label: "tokens".into(),
-                            color: PALETTE[0],
-                            width: 2,
-                            points: pts(&a.mean_cos),
-                            dots: true,
-                        },
-                        Line {
-                            label: format!("closed form exp(-(n-1)Dt/R^2), D = {:.2e}", a.diffusion),
-                            color: PALETTE[1],
-                            width: 2,
-                            points: pts(&a.closed_form),
-                            dots: false,
-                        },
-                        Line {
-                            label: "Brownian walkers (simulated)".into(),
-                            color: PALETTE[2],
-                            width: 2,
-                            points: pts(&a.walkers_cos),
-                            dots: false,
-                        },
-                    ],
-                    a.times.last().copied().unwrap_or(1.0),
-                )
+    // Both charts: the tokens (dots), the closed form with the fitted D and the simulated walkers,
+    // from the first frame on.
+    let chart = move |canvas_ref: NodeRef<Canvas>, title: &'static str, y: &'static str, curves: Curves| {
+        Effect::new(move |_| {
+            let dark = dark.get();
+            let Some(canvas) = canvas_ref.get() else { return };
+            let (lines, x_max) = match current.get() {
+                Some(Ok(a)) => brownian_lines(&a, curves),
+                _ => (Vec::new(), 1.0),
+            };
+            if let Err(e) = charts::draw_lines(canvas, title, y, &lines, x_max, dark) {
+                lab.error.set(Some(format!("could not draw the chart \"{title}\": {e}")));
             }
-            _ => (Vec::new(), 1.0),
-        };
-        if let Err(e) = charts::draw_lines(canvas, "E[cos θ] from the first frame", "E[cos θ]", &lines, x_max, dark) {
-            lab.error.set(Some(format!("could not draw the Brownian chart: {e}")));
-        }
-    });
+        });
+    };
+    chart(canvas_ref, "E[cos θ] from the first frame", "E[cos θ]", Curves::Cosine);
     let msd_ref = NodeRef::<Canvas>::new();
-    Effect::new(move |_| {
-        let dark = dark.get();
-        let Some(canvas) = msd_ref.get() else { return };
-        let (lines, x_max) = match current.get() {
-            Some(Ok(a)) => {
-                // Every curve starts at 0 at the first frame.
-                let pts = |ys: &[f64]| {
-                    std::iter::once((0.0, 0.0))
-                        .chain(a.times.iter().copied().zip(ys.iter().copied()))
-                        .collect::<Vec<_>>()
-                };
-                (
-                    vec![
-                        Line { label: "tokens".into(), color: PALETTE[0], width: 2, points: pts(&a.msd), dots: true },
-                        Line {
-                            label: "closed form 2R^2(1 - exp(-(n-1)Dt/R^2))".into(),
-                            color: PALETTE[1],
-                            width: 2,
-                            points: pts(&a.msd_closed_form),
-                            dots: false,
-                        },
-                        Line {
-                            label: "Brownian walkers (simulated)".into(),
-                            color: PALETTE[2],
-                            width: 2,
-                            points: pts(&a.msd_walkers),
-                            dots: false,
-                        },
-                    ],
-                    a.times.last().copied().unwrap_or(1.0),
-                )
-            }
-            _ => (Vec::new(), 1.0),
-        };
-        if let Err(e) =
-            charts::draw_lines(canvas, "mean squared displacement from the first frame", "MSD", &lines, x_max, dark)
-        {
-            lab.error.set(Some(format!("could not draw the MSD chart: {e}")));
-        }
-    });
+    chart(msd_ref, "mean squared displacement from the first frame", "MSD", Curves::Msd);
     let value =
         move |f: fn(&Analysis) -> f64| move || current.with(|a| a.as_ref().and_then(|a| a.as_ref().ok()).map(f));
     let shown = |v: Option<f64>, digits: usize| v.map(|x| format!("{x:.digits$}")).unwrap_or_else(|| "–".into());
@@ -382,9 +317,7 @@ pub fn BrownianPanel(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
     view! {
         <section id="panel-brownian" class="panel" aria-labelledby="brownian-title">
             <h2 id="brownian-title">"Brownian or not?"</h2>
-            <details class="explain">
-                <summary>"What is this?"</summary>
-                <p>
+            <Explain>
                     "Treat the probe row's tokens at the sphere view's depth, snapshot after snapshot of training, as "
                     "particles on the sphere of radius R in n = d_model dimensions. For Brownian motion with "
                     "diffusion coefficient D, the mean cosine to the start decays as E[cos θ] = exp(-(n-1) D t / R²), "
@@ -394,8 +327,7 @@ pub fn BrownianPanel(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                     "from the start at the last snapshot (KS distance: 0 identical, 1 disjoint). A good fit and a "
                     "small KS mean the tokens move like a diffusion; a poor fit or a large KS mean drift or "
                     "clustering. Turn on the ghosts in the sphere view to see the walkers beside the tokens."
-                </p>
-            </details>
+            </Explain>
             <p class="stats-line">
                 "D = " <span id="brownian-d" data-value=move || d().map(|v| v.to_string())>{move || d().map(|v| format!("{v:.3e}")).unwrap_or_else(|| "–".into())}</span>
                 " per step; R² = " <span id="brownian-r2" data-value=move || r2().map(|v| v.to_string())>{move || shown(r2(), 3)}</span>
@@ -435,4 +367,43 @@ pub fn BrownianPanel(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
             ></canvas>
         </section>
     }
+}
+
+/// Which of the Brownian panel's two charts.
+#[derive(Clone, Copy)]
+enum Curves {
+    Cosine,
+    Msd,
+}
+
+/// The lines of one Brownian chart and its x range: every curve starts at the first frame, where
+/// the cosine is 1 and the displacement 0.
+fn brownian_lines(a: &engine::session::Brownian, curves: Curves) -> (Vec<Line>, f64) {
+    let (start, tokens, closed, walkers, closed_label) = match curves {
+        Curves::Cosine => (
+            1.0,
+            &a.mean_cos,
+            &a.closed_form,
+            &a.walkers_cos,
+            format!("closed form exp(-(n-1)Dt/R^2), D = {:.2e}", a.diffusion),
+        ),
+        Curves::Msd => {
+            (0.0, &a.msd, &a.msd_closed_form, &a.msd_walkers, "closed form 2R^2(1 - exp(-(n-1)Dt/R^2))".to_string())
+        }
+    };
+    let pts =
+        |ys: &[f64]| std::iter::once((0.0, start)).chain(a.times.iter().copied().zip(ys.iter().copied())).collect();
+    let line = |label: String, color: usize, points: Vec<(f64, f64)>, dots: bool| Line {
+        label,
+        color: PALETTE[color],
+        width: 2,
+        points,
+        dots,
+    };
+    let lines = vec![
+        line("tokens".into(), 0, pts(tokens), true),
+        line(closed_label, 1, pts(closed), false),
+        line("Brownian walkers (simulated)".into(), 2, pts(walkers), false),
+    ];
+    (lines, a.times.last().copied().unwrap_or(1.0))
 }

@@ -7,6 +7,7 @@ use wasm_bindgen::JsCast;
 use web_sys::HtmlInputElement;
 
 use crate::lab::Lab;
+use crate::panels::Explain;
 
 /// Sets one field from the form's text, or says what is wrong with the text.
 type Setter = fn(&mut Settings, &str) -> Result<(), String>;
@@ -76,6 +77,40 @@ macro_rules! number {
     };
 }
 
+/// The values and texts of a choice whose texts are its values.
+fn options(values: &[&str]) -> Vec<(String, String)> {
+    values.iter().map(|v| (v.to_string(), v.to_string())).collect()
+}
+
+/// A select field bound to one setting: choosing makes the experiment custom.
+fn choice_field(
+    lab: Lab,
+    id: &'static str,
+    label: &'static str,
+    get: fn(&Settings) -> String,
+    set: fn(&mut Settings, String),
+    choices: Vec<(String, String)>,
+) -> impl IntoView {
+    view! {
+        <label for=id>
+            {label}
+            <select
+                id=id
+                prop:value=move || lab.settings.with(get)
+                on:change=move |ev| {
+                    let v = event_target_value(&ev);
+                    lab.settings.update(|s| {
+                        set(s, v);
+                        s.preset = "custom".into();
+                    });
+                }
+            >
+                {choices.into_iter().map(|(value, text)| view! { <option value=value>{text}</option> }).collect_view()}
+            </select>
+        </label>
+    }
+}
+
 fn count(label: &'static str, max: usize) -> impl Fn(&str) -> Result<usize, String> {
     move |v| settings::parse_count(label, v, max)
 }
@@ -130,14 +165,11 @@ pub fn SettingsPanel(lab: Lab) -> impl IntoView {
     view! {
         <section id="panel-settings" class="panel" aria-labelledby="settings-title">
             <h2 id="settings-title">"Experiment"</h2>
-            <details class="explain">
-                <summary>"What is this?"</summary>
-                <p>
+            <Explain>
                     "Pick a preset, or set the data, the model and the optimizer yourself. Settings apply when a run "
                     "starts (Start, Step, or after Reset). The whole experiment lives in the page's address: copy "
                     "the link to share it. Keyboard: space starts and pauses."
-                </p>
-            </details>
+            </Explain>
             <label for="preset" class="wide">
                 "Preset"
                 <select
@@ -156,84 +188,41 @@ pub fn SettingsPanel(lab: Lab) -> impl IntoView {
             </label>
             <p id="preset-story" class="story">{story}</p>
             <div class="grid">
-                <label for="data">
-                    "Data"
-                    <select
-                        id="data"
-                        prop:value=move || lab.settings.with(|s| s.data.clone())
-                        on:change=move |ev| {
-                            let v = event_target_value(&ev);
-                            lab.settings.update(|s| {
-                                s.data = v;
-                                s.preset = "custom".into();
-                            });
-                        }
-                    >
-                        {DataSpec::BUILT_IN.iter().map(|n| view! { <option value=*n>{*n}</option> }).collect_view()}
-                        <option value="text">"your text"</option>
-                    </select>
-                </label>
+                {choice_field(
+                    lab,
+                    "data",
+                    "Data",
+                    |s| s.data.clone(),
+                    |s, v| s.data = v,
+                    DataSpec::BUILT_IN.iter().map(|n| (n.to_string(), n.to_string())).chain([("text".into(), "your text".into())]).collect(),
+                )}
                 {number!(lab, "d-model", "d_model", d_model, count("d_model", 1024))}
                 {number!(lab, "layers", "layers", layers, count("layers", 32))}
                 {number!(lab, "heads", "heads", heads, count("heads", 1024))}
                 {number!(lab, "context", "context", context, count("context", 1024))}
-                <label for="activation">
-                    "Activation"
-                    <select
-                        id="activation"
-                        prop:value=move || lab.settings.with(|s| s.activation.clone())
-                        on:change=move |ev| {
-                            let v = event_target_value(&ev);
-                            lab.settings.update(|s| {
-                                s.activation = v;
-                                s.preset = "custom".into();
-                            });
+                {choice_field(lab, "activation", "Activation", |s| s.activation.clone(), |s, v| s.activation = v, options(&["gelu", "relu", "identity"]))}
+                {choice_field(
+                    lab,
+                    "causal",
+                    "Attention",
+                    |s| if s.causal { "causal" } else { "bidirectional" }.to_string(),
+                    |s, v| s.causal = v == "causal",
+                    options(&["causal", "bidirectional"]),
+                )}
+                {choice_field(
+                    lab,
+                    "optimizer",
+                    "Optimizer",
+                    |s| s.optimizer.clone(),
+                    |s, v| {
+                        // A new optimizer starts at its own default learning rate.
+                        if let Ok(o) = OptimizerConfig::named(&v) {
+                            s.lr = o.default_lr();
                         }
-                    >
-                        <option value="gelu">"gelu"</option>
-                        <option value="relu">"relu"</option>
-                        <option value="identity">"identity"</option>
-                    </select>
-                </label>
-                <label for="causal">
-                    "Attention"
-                    <select
-                        id="causal"
-                        prop:value=move || if lab.settings.with(|s| s.causal) { "causal" } else { "bidirectional" }
-                        on:change=move |ev| {
-                            let v = event_target_value(&ev) == "causal";
-                            lab.settings.update(|s| {
-                                s.causal = v;
-                                s.preset = "custom".into();
-                            });
-                        }
-                    >
-                        <option value="causal">"causal"</option>
-                        <option value="bidirectional">"bidirectional"</option>
-                    </select>
-                </label>
-                <label for="optimizer">
-                    "Optimizer"
-                    <select
-                        id="optimizer"
-                        prop:value=move || lab.settings.with(|s| s.optimizer.clone())
-                        on:change=move |ev| {
-                            let v = event_target_value(&ev);
-                            lab.settings.update(|s| {
-                                if let Ok(o) = OptimizerConfig::named(&v) {
-                                    s.lr = o.default_lr();
-                                }
-                                s.optimizer = v;
-                                s.preset = "custom".into();
-                            });
-                        }
-                    >
-                        <option value="sgd">"sgd"</option>
-                        <option value="adam">"adam"</option>
-                        <option value="kfac">"kfac"</option>
-                        <option value="cgfac">"cgfac"</option>
-                    </select>
-                </label>
+                        s.optimizer = v;
+                    },
+                    options(&["sgd", "adam", "kfac", "cgfac"]),
+                )}
                 {number!(lab, "lr", "learning rate", lr, settings::parse_lr)}
                 {number!(lab, "steps", "steps", steps, count("steps", settings::MAX_STEPS))}
                 {number!(lab, "batch", "batch", batch, count("batch", 1024))}

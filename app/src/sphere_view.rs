@@ -11,6 +11,7 @@ use leptos::html::Canvas;
 use leptos::prelude::*;
 
 use crate::lab::{Lab, TRAIL_LEN};
+use crate::panels::Explain;
 use crate::sphere_draw::{self, Drawn, Scene};
 use crate::sphere_gl::Renderer;
 use crate::token_style::{css, glyph, viridis, Kind};
@@ -62,6 +63,16 @@ fn step_text(step: f64) -> String {
 /// Numbers for the page's data attributes, with the precision the browser test compares at.
 fn join(values: impl Iterator<Item = f64>) -> String {
     values.map(|v| format!("{v:.6}")).collect::<Vec<_>>().join(",")
+}
+
+/// A checkbox bound to a switch of the view.
+fn toggle(id: &'static str, text: &'static str, on: RwSignal<bool>, class: &'static str) -> impl IntoView {
+    view! {
+        <label for=id class=class>
+            <input id=id type="checkbox" prop:checked=move || on.get() on:change=move |ev| on.set(event_target_checked(&ev)) />
+            {text}
+        </label>
+    }
 }
 
 fn reduced_motion() -> bool {
@@ -372,9 +383,7 @@ pub fn SphereView(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
     view! {
         <section id="panel-sphere" class="panel" aria-labelledby="sphere-title">
             <h2 id="sphere-title">"Tokens on the sphere"</h2>
-            <details class="explain">
-                <summary>"What is this?"</summary>
-                <p>
+            <Explain>
                     "Each LayerNorm maps a token's vector x to u = (x - mean) / std, which lies on a sphere of "
                     "radius sqrt(d). Here are the u of one fixed validation row, projected on their top three "
                     "principal directions and normalised to the unit sphere (the directions are matched from one "
@@ -384,8 +393,7 @@ pub fn SphereView(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                     "the same kind gathering as the model learns. Click a token (or pick it, or press ] on the "
                     "ball) to draw its attention row as arcs, as thick as the probability of each jump, with "
                     "walkers hopping along that random walk. Drag, the arrow keys or Orbit turn the ball."
-                </p>
-            </details>
+            </Explain>
             <crate::panels::PngButton canvas="sphere" file="spherewalk-sphere.png" />
             <div class="row">
                 <button
@@ -473,42 +481,10 @@ pub fn SphereView(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                         <option value="position">"position"</option>
                     </select>
                 </label>
-                <label for="trails">
-                    <input
-                        id="trails"
-                        type="checkbox"
-                        prop:checked=move || trails.get()
-                        on:change=move |ev| trails.set(event_target_checked(&ev))
-                    />
-                    " trails"
-                </label>
-                <label for="ghosts">
-                    <input
-                        id="ghosts"
-                        type="checkbox"
-                        prop:checked=move || ghosts.get()
-                        on:change=move |ev| ghosts.set(event_target_checked(&ev))
-                    />
-                    " Brownian ghosts"
-                </label>
-                <label for="orbit">
-                    <input
-                        id="orbit"
-                        type="checkbox"
-                        prop:checked=move || orbit.get()
-                        on:change=move |ev| orbit.set(event_target_checked(&ev))
-                    />
-                    " orbit"
-                </label>
-                <label for="one-finger" class="touch-only">
-                    <input
-                        id="one-finger"
-                        type="checkbox"
-                        prop:checked=move || one_finger.get()
-                        on:change=move |ev| one_finger.set(event_target_checked(&ev))
-                    />
-                    " one-finger turn"
-                </label>
+                {toggle("trails", " trails", trails, "")}
+                {toggle("ghosts", " Brownian ghosts", ghosts, "")}
+                {toggle("orbit", " orbit", orbit, "")}
+                {toggle("one-finger", " one-finger turn", one_finger, "touch-only")}
             </div>
             <canvas
                 id="sphere"
