@@ -2,7 +2,7 @@
 //! of `crate::loss`. The mean and the count stay on the GPU in `stats` = [mean loss, count].
 
 use super::softmax::grid_rows;
-use super::{grid_1d, Access, GpuContext, Kernel, Op, Tensor};
+use super::{grid_1d, with_reductions, Access, GpuContext, Kernel, Op, Tensor};
 
 pub struct CrossEntropy {
     kernel: Kernel,
@@ -25,7 +25,7 @@ pub struct Buffers<'a> {
 impl CrossEntropy {
     pub fn new(ctx: &GpuContext) -> Self {
         use Access::*;
-        let src = include_str!("kernels/cross_entropy.wgsl");
+        let src = &with_reductions(include_str!("kernels/cross_entropy.wgsl"));
         let access = [ReadWrite, Read, ReadWrite, ReadWrite, ReadWrite];
         CrossEntropy { kernel: Kernel::new(ctx, "cross_entropy", src, &access, &["forward", "finish", "backward"]) }
     }

@@ -1,6 +1,6 @@
 //! Flat vector kernels: residual add, bias broadcast, bias gradient (column sums) and reductions.
 
-use super::{grid_1d, Access, GpuContext, Kernel, Op, Tensor};
+use super::{grid_1d, with_reductions, Access, GpuContext, Kernel, Op, Tensor};
 
 const ADD: usize = 0;
 const BROADCAST_ROWS: usize = 1;
@@ -16,7 +16,7 @@ pub struct Elementwise {
 
 impl Elementwise {
     pub fn new(ctx: &GpuContext) -> Self {
-        let src = include_str!("kernels/elementwise.wgsl");
+        let src = &with_reductions(include_str!("kernels/elementwise.wgsl"));
         let entries = ["add", "broadcast_rows", "col_sum", "reduce"];
         Elementwise { kernel: Kernel::new(ctx, "elementwise", src, &[Access::Read, Access::ReadWrite], &entries) }
     }

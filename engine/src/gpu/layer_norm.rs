@@ -2,7 +2,7 @@
 //! from the flat parameter tensor, their gradients accumulated into the flat gradient tensor.
 
 use super::softmax::grid_rows;
-use super::{grid_1d, Access, GpuContext, Kernel, Op, Tensor};
+use super::{grid_1d, with_reductions, Access, GpuContext, Kernel, Op, Tensor};
 
 pub struct LayerNorm {
     kernel: Kernel,
@@ -18,7 +18,7 @@ pub struct Affine {
 impl LayerNorm {
     pub fn new(ctx: &GpuContext) -> Self {
         use Access::*;
-        let src = include_str!("kernels/layer_norm.wgsl");
+        let src = &with_reductions(include_str!("kernels/layer_norm.wgsl"));
         let access = [Read, Read, ReadWrite, ReadWrite, ReadWrite, ReadWrite];
         let entries = ["forward", "backward_rows", "backward_params"];
         LayerNorm { kernel: Kernel::new(ctx, "layer_norm", src, &access, &entries) }

@@ -402,6 +402,11 @@ impl Kernel {
 
 /// Workgroups for `n` invocations of a 1-D kernel, spread over y when x would pass WebGPU's
 /// 65535 limit; kernels rebuild the index as `gid.x + gid.y * nwg.x * WG`.
+/// A kernel's source with the shared workgroup reductions (`wg_sum`, `wg_max`, `row_index`) in front.
+fn with_reductions(src: &str) -> String {
+    [include_str!("kernels/reductions.wgsl"), src].concat()
+}
+
 fn grid_1d(n: usize) -> [u32; 3] {
     let groups = n.div_ceil(WG as usize).max(1) as u32;
     let x = groups.min(65535);

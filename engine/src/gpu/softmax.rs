@@ -1,6 +1,6 @@
 //! Attention's masked row softmax, forward and backward, in place on (B, NH, T, T) buffers.
 
-use super::{Access, GpuContext, Kernel, Op, Tensor};
+use super::{with_reductions, Access, GpuContext, Kernel, Op, Tensor};
 
 pub struct Softmax {
     kernel: Kernel,
@@ -16,7 +16,7 @@ pub(crate) fn grid_rows(rows: usize) -> [u32; 3] {
 
 impl Softmax {
     pub fn new(ctx: &GpuContext) -> Self {
-        let src = include_str!("kernels/softmax.wgsl");
+        let src = &with_reductions(include_str!("kernels/softmax.wgsl"));
         let kernel = Kernel::new(ctx, "softmax", src, &[Access::Read, Access::ReadWrite], &["forward", "backward"]);
         Softmax { kernel, unused: ctx.tensor("unused", 1).expect("one float fits") }
     }

@@ -36,7 +36,7 @@ impl Solver {
         tokens: usize,
     ) -> Result<Self> {
         use Access::*;
-        let src = include_str!("../kernels/cgfac.wgsl");
+        let src = &super::super::with_reductions(include_str!("../kernels/cgfac.wgsl"));
         let kernel = Kernel::new(ctx, "cgfac", src, &[ReadWrite, ReadWrite, ReadWrite, Read], &ENTRIES);
         let (mut fl, mut vl) = (0, 0);
         let layers: Vec<Layer> = shapes

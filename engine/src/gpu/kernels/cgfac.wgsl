@@ -92,7 +92,6 @@ fn residual(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgrou
     }
 }
 
-var<workgroup> part: array<f32, 256>;
 
 // First pass of <vecs[a..], vecs[b..]>: workgroup w of p.rows writes sc[c + w].
 @compute @workgroup_size(256)
@@ -101,16 +100,9 @@ fn dot_partial(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_i
     for (var i = wg.x * 256u + li; i < p.n; i += p.rows * 256u) {
         s += vecs[p.a + i] * vecs[p.b + i];
     }
-    part[li] = s;
-    workgroupBarrier();
-    for (var w = 128u; w > 0u; w >>= 1u) {
-        if (li < w) {
-            part[li] += part[li + w];
-        }
-        workgroupBarrier();
-    }
+    let total = wg_sum(s, li);
     if (li == 0u) {
-        sc[p.c + wg.x] = part[0];
+        sc[p.c + wg.x] = total;
     }
 }
 
@@ -121,16 +113,9 @@ fn dot_final(@builtin(local_invocation_index) li: u32) {
     for (var i = li; i < p.n; i += 256u) {
         s += sc[p.c + i];
     }
-    part[li] = s;
-    workgroupBarrier();
-    for (var w = 128u; w > 0u; w >>= 1u) {
-        if (li < w) {
-            part[li] += part[li + w];
-        }
-        workgroupBarrier();
-    }
+    let total = wg_sum(s, li);
     if (li == 0u) {
-        sc[p.slot] = part[0];
+        sc[p.slot] = total;
     }
 }
 
@@ -362,17 +347,8 @@ fn fisher_rows(
         for (var j = li; j < p.cols; j += 256u) {
             s += vecs[base + j] * ext[base + j];
         }
-        part[li] = s;
-        workgroupBarrier();
-        for (var w = 128u; w > 0u; w >>= 1u) {
-            if (li < w) {
-                part[li] += part[li + w];
-            }
-            workgroupBarrier();
-        }
-        let sn = part[0] * p.f0;
-        // Every thread has read part[0] before the next row overwrites it.
-        workgroupBarrier();
+        // wg_sum ends with a barrier: every thread has the sum before the next row reuses the memory.
+        let sn = wg_sum(s, li) * p.f0;
         for (var j = li; j < p.cols; j += 256u) {
             vecs[base + j] = sn * ext[base + j];
         }

@@ -16,26 +16,7 @@ struct Params {
 
 const IGNORE: u32 = 0xffffffffu;
 
-var<workgroup> red: array<f32, 256>;
 var<workgroup> red2: array<f32, 256>;
-
-fn wg_reduce(v: f32, li: u32, is_max: bool) -> f32 {
-    red[li] = v;
-    workgroupBarrier();
-    for (var w = 128u; w > 0u; w >>= 1u) {
-        if (li < w) {
-            red[li] = select(red[li] + red[li + w], max(red[li], red[li + w]), is_max);
-        }
-        workgroupBarrier();
-    }
-    let r = red[0];
-    workgroupBarrier();
-    return r;
-}
-
-fn row_index(wg: vec3<u32>, nwg: vec3<u32>) -> u32 {
-    return wg.x + wg.y * nwg.x;
-}
 
 @compute @workgroup_size(256)
 fn forward(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
@@ -46,14 +27,14 @@ fn forward(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: v
     for (var j = li; j < p.v; j += 256u) {
         m = max(m, probs[base + j]);
     }
-    m = wg_reduce(m, li, true);
+    m = wg_max(m, li);
     var s = 0.0;
     for (var j = li; j < p.v; j += 256u) {
         let e = exp(probs[base + j] - m);
         probs[base + j] = e;
         s += e;
     }
-    s = wg_reduce(s, li, false);
+    s = wg_sum(s, li);
     for (var j = li; j < p.v; j += 256u) {
         probs[base + j] /= s;
     }

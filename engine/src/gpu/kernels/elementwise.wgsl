@@ -50,8 +50,6 @@ fn col_sum(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroup
     }
 }
 
-var<workgroup> part: array<f32, 256>;
-
 // Workgroup w of `groups` writes y[w] = sum (or sum of squares) of its grid-strided share of x;
 // a second pass with one workgroup sums the partials. Fixed order, so results are reproducible.
 @compute @workgroup_size(256)
@@ -61,15 +59,8 @@ fn reduce(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index)
         let v = x[p.x_off + i];
         s += select(v, v * v, p.square != 0u);
     }
-    part[li] = s;
-    workgroupBarrier();
-    for (var w = 128u; w > 0u; w >>= 1u) {
-        if (li < w) {
-            part[li] += part[li + w];
-        }
-        workgroupBarrier();
-    }
+    let total = wg_sum(s, li);
     if (li == 0u) {
-        y[p.y_off + wg.x] = part[0];
+        y[p.y_off + wg.x] = total;
     }
 }

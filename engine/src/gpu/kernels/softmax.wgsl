@@ -11,40 +11,6 @@ struct Params {
 @group(0) @binding(1) var<storage, read_write> s: array<f32>;    // scores -> P, or dP -> dS
 @group(0) @binding(2) var<uniform> p: Params;
 
-var<workgroup> red: array<f32, 256>;
-
-fn wg_sum(v: f32, li: u32) -> f32 {
-    red[li] = v;
-    workgroupBarrier();
-    for (var w = 128u; w > 0u; w >>= 1u) {
-        if (li < w) {
-            red[li] += red[li + w];
-        }
-        workgroupBarrier();
-    }
-    let r = red[0];
-    workgroupBarrier();
-    return r;
-}
-
-fn wg_max(v: f32, li: u32) -> f32 {
-    red[li] = v;
-    workgroupBarrier();
-    for (var w = 128u; w > 0u; w >>= 1u) {
-        if (li < w) {
-            red[li] = max(red[li], red[li + w]);
-        }
-        workgroupBarrier();
-    }
-    let r = red[0];
-    workgroupBarrier();
-    return r;
-}
-
-fn row_index(wg: vec3<u32>, nwg: vec3<u32>) -> u32 {
-    return wg.x + wg.y * nwg.x;
-}
-
 @compute @workgroup_size(256)
 fn forward(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
            @builtin(local_invocation_index) li: u32) {
