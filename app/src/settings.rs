@@ -71,9 +71,9 @@ pub const PRESETS: [Preset; 4] = [
     Preset {
         id: "joma",
         title: "JoMA: sparse, then dense",
-        story: "Data from a hidden hierarchy of chunks, with no nonlinearity (identity activation). JoMA \
-                predicts attention first gets sparse (entropy falls), then denser again. Switch the activation \
-                to gelu to compare.",
+        story: "Data from a hidden hierarchy of chunks, through a nonlinear MLP (GELU). JoMA predicts that \
+                attention first gets sparse (entropy falls), then denser again, because of the nonlinearity. \
+                Switch the activation to identity to compare: without it JoMA predicts attention stays sparse.",
     },
     Preset {
         id: "brownian",
@@ -125,7 +125,7 @@ impl Settings {
             "joma" => Some(Settings {
                 preset: id.into(),
                 data: "hierarchy".into(),
-                activation: "identity".into(),
+                activation: "gelu".into(),
                 steps: 300,
                 steps_per_second: class_pace(300),
                 ..base

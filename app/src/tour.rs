@@ -81,7 +81,7 @@ pub const STEPS: [Step; 6] = [
         panel: "panel-entropy",
         text: "JoMA predicts that attention first concentrates on the tokens that co-occur most (entropy falls), then \
                spreads again as rarer ones are learned, when the MLP is nonlinear.",
-        look: "Each layer's entropy line: a dip and a rebound? The preset's MLP is the identity: switch to gelu to compare.",
+        look: "Each layer's entropy line: a dip and a rebound? The preset's MLP is GELU: switch to identity to compare.",
         claim: Claim::Joma,
     },
 ];
