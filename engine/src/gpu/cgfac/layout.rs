@@ -1,71 +1,127 @@
-//! Where CG-FAC's state lives on the GPU: the slots of the scalar blocks and the kernels' entry
-//! points (both as in cgfac.wgsl), one kernel's uniform, a linear layer's offsets into the packed
+//! Where CG-FAC's state lives on the GPU: the slots of the scalar blocks (written into cgfac.wgsl
+//! from here) and the kernels' entry points, one kernel's uniform, a linear layer's offsets into the packed
 //! tensors, and the matrix-free products' batch.
 
 use super::super::Tensor;
 
-/// Scalars per layer in `sc`, and the globals before the first layer (slots as in cgfac.wgsl).
+/// Scalars per layer in `sc`, and the globals before the first layer.
 pub(super) const STRIDE: usize = 16;
 pub(super) const GLOBALS: usize = 16;
+// Globals in `sc`.
+const LR: usize = 0;
+const XG: usize = 1;
 pub(super) const NU: usize = 2;
+const SCALE: usize = 3;
 pub(super) const BAD: usize = 4;
 pub(super) const FALLBACKS: usize = 5;
+// A layer's slots, after its block's start (`Layer::slot`).
 pub(super) const RR: usize = 0;
 pub(super) const R0: usize = 1;
 pub(super) const DOT: usize = 2;
+const ALPHA: usize = 3;
+const BETA: usize = 4;
 pub(super) const ITERS: usize = 5;
 pub(super) const REL: usize = 6;
 pub(super) const STATUS: usize = 7;
 pub(super) const FELL: usize = 8;
 pub(super) const XDOTG: usize = 9;
+// Values of a layer's STATUS.
 pub(super) const ACTIVE: f32 = 0.0;
+const DONE: f32 = 1.0;
 pub(super) const DIVERGED: f32 = 2.0;
 /// Most workgroups of a dot product's first pass (the partials' room in `sc`).
 pub(super) const PARTIALS: usize = 256;
-
-// Entry points, in the order given to the kernel.
-pub(super) const FILL_ZERO: usize = 0;
-pub(super) const COPY: usize = 1;
-pub(super) const RESIDUAL: usize = 2;
-pub(super) const DOT_PARTIAL: usize = 3;
-pub(super) const DOT_FINAL: usize = 4;
-pub(super) const START: usize = 5;
-pub(super) const ALPHA: usize = 6;
-pub(super) const UPDATE_XR: usize = 7;
-pub(super) const BETA: usize = 8;
-pub(super) const UPDATE_P: usize = 9;
-pub(super) const FALLBACK_FLAG: usize = 10;
-pub(super) const FALLBACK: usize = 11;
-pub(super) const KL: usize = 12;
-pub(super) const GATHER: usize = 13;
-pub(super) const UPDATE: usize = 14;
-pub(super) const A_EDGE: usize = 15;
-pub(super) const FOLD: usize = 16;
-pub(super) const SCALE_COPY: usize = 17;
-pub(super) const FISHER_ROWS: usize = 18;
-pub(super) const ENTRIES: [&str; 19] = [
-    "fill_zero",
-    "copy",
-    "residual",
-    "dot_partial",
-    "dot_final",
-    "start",
-    "alpha",
-    "update_xr",
-    "beta",
-    "update_p",
-    "fallback_flag",
-    "fallback",
-    "kl",
-    "gather",
-    "update",
-    "a_edge",
-    "fold",
-    "scale_copy",
-    "fisher_rows",
-];
 /// Most workgroups of `fisher_rows` (each strides over the rows).
 pub(super) const ROW_GROUPS: usize = 4096;
+
+/// The constants above as WGSL, put in front of cgfac.wgsl: the kernels and this file read one
+/// definition, so a slot moved here moves there too.
+pub(super) fn wgsl_constants() -> String {
+    let slots = [("LR", LR), ("XG", XG), ("NU", NU), ("SCALE", SCALE), ("BAD", BAD), ("FALLBACKS", FALLBACKS)]
+        .into_iter()
+        .chain([("RR", RR), ("R0", R0), ("DOT", DOT), ("ALPHA", ALPHA), ("BETA", BETA), ("ITERS", ITERS)])
+        .chain([("REL", REL), ("STATUS", STATUS), ("FELL", FELL), ("XDOTG", XDOTG)]);
+    let status = [("ACTIVE", ACTIVE), ("DONE", DONE), ("DIVERGED", DIVERGED)];
+    let mut out: String = slots.map(|(name, v)| format!("const {name}: u32 = {v}u;\n")).collect();
+    out.extend(status.map(|(name, v)| format!("const {name}: f32 = {v:?};\n")));
+    out
+}
+
+/// The kernels' entry points; `name` is the WGSL function's name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Entry {
+    FillZero,
+    Copy,
+    Residual,
+    DotPartial,
+    DotFinal,
+    Start,
+    Alpha,
+    UpdateXr,
+    Beta,
+    UpdateP,
+    FallbackFlag,
+    Fallback,
+    Kl,
+    Gather,
+    Update,
+    AEdge,
+    Fold,
+    ScaleCopy,
+    FisherRows,
+}
+
+impl Entry {
+    /// Every entry point, in declaration order (`Entry as usize` indexes the kernel's pipelines).
+    pub(super) const ALL: [Entry; 19] = {
+        use Entry::*;
+        [
+            FillZero,
+            Copy,
+            Residual,
+            DotPartial,
+            DotFinal,
+            Start,
+            Alpha,
+            UpdateXr,
+            Beta,
+            UpdateP,
+            FallbackFlag,
+            Fallback,
+            Kl,
+            Gather,
+            Update,
+            AEdge,
+            Fold,
+            ScaleCopy,
+            FisherRows,
+        ]
+    };
+
+    pub(super) fn name(self) -> &'static str {
+        match self {
+            Entry::FillZero => "fill_zero",
+            Entry::Copy => "copy",
+            Entry::Residual => "residual",
+            Entry::DotPartial => "dot_partial",
+            Entry::DotFinal => "dot_final",
+            Entry::Start => "start",
+            Entry::Alpha => "alpha",
+            Entry::UpdateXr => "update_xr",
+            Entry::Beta => "beta",
+            Entry::UpdateP => "update_p",
+            Entry::FallbackFlag => "fallback_flag",
+            Entry::Fallback => "fallback",
+            Entry::Kl => "kl",
+            Entry::Gather => "gather",
+            Entry::Update => "update",
+            Entry::AEdge => "a_edge",
+            Entry::Fold => "fold",
+            Entry::ScaleCopy => "scale_copy",
+            Entry::FisherRows => "fisher_rows",
+        }
+    }
+}
 
 /// One kernel's uniform (the `Params` of cgfac.wgsl).
 #[derive(Clone, Copy, Default)]

@@ -36,8 +36,9 @@ impl Solver {
         tokens: usize,
     ) -> Result<Self> {
         use Access::*;
-        let src = &super::super::with_reductions(include_str!("../kernels/cgfac.wgsl"));
-        let kernel = Kernel::new(ctx, "cgfac", src, &[ReadWrite, ReadWrite, ReadWrite, Read], &ENTRIES);
+        let src = super::super::with_reductions(&(wgsl_constants() + include_str!("../kernels/cgfac.wgsl")));
+        let entries = Entry::ALL.map(Entry::name);
+        let kernel = Kernel::new(ctx, "cgfac", &src, &[ReadWrite, ReadWrite, ReadWrite, Read], &entries);
         let (mut fl, mut vl) = (0, 0);
         let layers: Vec<Layer> = shapes
             .iter()
@@ -107,7 +108,7 @@ impl Solver {
     pub(super) fn op(
         &self,
         ctx: &GpuContext,
-        entry: usize,
+        entry: Entry,
         target: &Tensor,
         ext: &Tensor,
         w: Words,
@@ -128,14 +129,14 @@ impl Solver {
             f(w.f[2]),
             f(w.f[3]),
         ];
-        self.kernel.op(ctx, entry, &[target, &self.sc, ext, &self.norm], &words, grid)
+        self.kernel.op(ctx, entry as usize, &[target, &self.sc, ext, &self.norm], &words, grid)
     }
 
-    pub(super) fn vector(&self, ctx: &GpuContext, entry: usize, w: Words) -> Op {
+    pub(super) fn vector(&self, ctx: &GpuContext, entry: Entry, w: Words) -> Op {
         self.op(ctx, entry, &self.vecs, &self.idle, w, grid_1d(w.n))
     }
 
-    pub(super) fn scalar(&self, ctx: &GpuContext, entry: usize, w: Words) -> Op {
+    pub(super) fn scalar(&self, ctx: &GpuContext, entry: Entry, w: Words) -> Op {
         self.op(ctx, entry, &self.vecs, &self.idle, w, [1, 1, 1])
     }
 
@@ -145,10 +146,10 @@ impl Solver {
         let c = self.partials();
         let first = Words { n, a: x, b: y, c, rows: groups, ..Words::default() };
         [
-            self.op(ctx, DOT_PARTIAL, &self.vecs, &self.idle, first, [groups as u32, 1, 1]),
+            self.op(ctx, Entry::DotPartial, &self.vecs, &self.idle, first, [groups as u32, 1, 1]),
             self.op(
                 ctx,
-                DOT_FINAL,
+                Entry::DotFinal,
                 &self.vecs,
                 &self.idle,
                 Words { n: groups, c, slot, ..Words::default() },
@@ -161,7 +162,7 @@ impl Solver {
     /// product: every product first copies X to `to`, and its last matmul adds onto `lambda X`.
     pub fn product(&self, ctx: &GpuContext, mm: &Matmul, l: &Layer, from: usize, to: usize, lambda: f32) -> Vec<Op> {
         let (o, d) = (l.dout, l.din1());
-        let mut ops = vec![self.vector(ctx, COPY, Words { n: l.size(), a: from, b: to, ..Words::default() })];
+        let mut ops = vec![self.vector(ctx, Entry::Copy, Words { n: l.size(), a: from, b: to, ..Words::default() })];
         let x = (&self.vecs, View::rows(from, d));
         let out = (&self.vecs, View::rows(to, d));
         let Some(b) = &self.batch else {
@@ -204,7 +205,7 @@ impl Solver {
             Product::ExactFisher => {
                 // s_n = <P_n, a~_n> / n and P_n = s_n a~_n in place, then g^T P onto lambda X.
                 let w = Words { rows: n, cols: d, f: [1.0 / n as f32, 0.0, 0.0, 0.0], ..Words::default() };
-                ops.push(self.op(ctx, FISHER_ROWS, &b.nd, &b.a[i], w, [n.clamp(1, ROW_GROUPS) as u32, 1, 1]));
+                ops.push(self.op(ctx, Entry::FisherRows, &b.nd, &b.a[i], w, [n.clamp(1, ROW_GROUPS) as u32, 1, 1]));
                 ops.push(mm.op(ctx, Dims::new(o, d, n), 1.0, gt, nd, lambda, out));
             }
             Product::Factors => unreachable!("the factors product keeps no batch"),
@@ -221,8 +222,8 @@ impl Solver {
         let fold = Words { n: n * l.din1(), cols: l.din1(), ..Words::default() };
         let scale = Words { n: n * l.dout, f: [n as f32, 0.0, 0.0, 0.0], ..Words::default() };
         vec![
-            self.op(ctx, FOLD, &b.a[i], inp, fold, grid_1d(fold.n)),
-            self.op(ctx, SCALE_COPY, &b.g[i], dy, scale, grid_1d(scale.n)),
+            self.op(ctx, Entry::Fold, &b.a[i], inp, fold, grid_1d(fold.n)),
+            self.op(ctx, Entry::ScaleCopy, &b.g[i], dy, scale, grid_1d(scale.n)),
         ]
     }
 
@@ -253,7 +254,7 @@ impl Solver {
                 keep,
                 (&self.factors, View::rows(l.a, l.din1())),
             ),
-            self.op(ctx, A_EDGE, &self.factors, inp, edge, grid_1d(din + 1)),
+            self.op(ctx, Entry::AEdge, &self.factors, inp, edge, grid_1d(din + 1)),
             mm.op(
                 ctx,
                 Dims::new(dout, dout, n),
@@ -278,7 +279,7 @@ impl Solver {
             f: [clip, 0.0, 0.0, 0.0],
             ..Words::default()
         };
-        self.op(ctx, GATHER, &self.vecs, grads, w, grid_1d(l.size()))
+        self.op(ctx, Entry::Gather, &self.vecs, grads, w, grid_1d(l.size()))
     }
 
     /// CG's start on `(A ⊗ G + lambda I) x = grad`: x zeroed unless warm, r = p = grad - A x, and
@@ -287,13 +288,21 @@ impl Solver {
         let n = l.size();
         let mut ops = Vec::new();
         if !cfg.warm_start {
-            ops.push(self.vector(ctx, FILL_ZERO, Words { n, a: l.x, ..Words::default() }));
+            ops.push(self.vector(ctx, Entry::FillZero, Words { n, a: l.x, ..Words::default() }));
         }
         ops.extend(self.product(ctx, mm, l, l.x, l.ap, cfg.damping));
-        ops.push(self.vector(ctx, RESIDUAL, Words { n, a: l.grad, b: l.ap, c: l.r, d: l.p, ..Words::default() }));
+        ops.push(self.vector(
+            ctx,
+            Entry::Residual,
+            Words { n, a: l.grad, b: l.ap, c: l.r, d: l.p, ..Words::default() },
+        ));
         ops.extend(self.dot(ctx, l.grad, l.grad, n, l.slot + R0));
         ops.extend(self.dot(ctx, l.r, l.r, n, l.slot + RR));
-        ops.push(self.scalar(ctx, START, Words { slot: l.slot, f: [cfg.tol, 0.0, 0.0, 0.0], ..Words::default() }));
+        ops.push(self.scalar(
+            ctx,
+            Entry::Start,
+            Words { slot: l.slot, f: [cfg.tol, 0.0, 0.0, 0.0], ..Words::default() },
+        ));
         ops
     }
 
@@ -304,11 +313,15 @@ impl Solver {
         let mut ops = Vec::new();
         ops.extend(self.product(ctx, mm, l, l.p, l.ap, cfg.damping));
         ops.extend(self.dot(ctx, l.p, l.ap, n, slot + DOT));
-        ops.push(self.scalar(ctx, ALPHA, Words { slot, ..Words::default() }));
-        ops.push(self.vector(ctx, UPDATE_XR, Words { n, a: l.x, b: l.p, c: l.r, d: l.ap, slot, ..Words::default() }));
+        ops.push(self.scalar(ctx, Entry::Alpha, Words { slot, ..Words::default() }));
+        ops.push(self.vector(
+            ctx,
+            Entry::UpdateXr,
+            Words { n, a: l.x, b: l.p, c: l.r, d: l.ap, slot, ..Words::default() },
+        ));
         ops.extend(self.dot(ctx, l.r, l.r, n, slot + DOT));
-        ops.push(self.scalar(ctx, BETA, Words { slot, f: stop, ..Words::default() }));
-        ops.push(self.vector(ctx, UPDATE_P, Words { n, a: l.p, b: l.r, slot, ..Words::default() }));
+        ops.push(self.scalar(ctx, Entry::Beta, Words { slot, f: stop, ..Words::default() }));
+        ops.push(self.vector(ctx, Entry::UpdateP, Words { n, a: l.p, b: l.r, slot, ..Words::default() }));
         ops
     }
 
@@ -317,8 +330,8 @@ impl Solver {
         let (n, slot) = (l.size(), l.slot);
         let mut ops = Vec::new();
         ops.extend(self.dot(ctx, l.x, l.x, n, slot + DOT));
-        ops.push(self.scalar(ctx, FALLBACK_FLAG, Words { slot, ..Words::default() }));
-        ops.push(self.vector(ctx, FALLBACK, Words { n, a: l.x, b: l.grad, slot, ..Words::default() }));
+        ops.push(self.scalar(ctx, Entry::FallbackFlag, Words { slot, ..Words::default() }));
+        ops.push(self.vector(ctx, Entry::Fallback, Words { n, a: l.x, b: l.grad, slot, ..Words::default() }));
         ops.extend(self.dot(ctx, l.x, l.grad, n, slot + XDOTG));
         ops
     }
@@ -327,7 +340,7 @@ impl Solver {
     pub(super) fn kl(&self, ctx: &GpuContext, kappa: f32) -> Op {
         let w =
             Words { n: self.layers.len(), slot: GLOBALS, cols: STRIDE, f: [kappa, 0.0, 0.0, 0.0], ..Words::default() };
-        self.scalar(ctx, KL, w)
+        self.scalar(ctx, Entry::Kl, w)
     }
 
     /// Momentum and the KL-clipped step of layer `l`'s W and bias.
@@ -342,7 +355,7 @@ impl Solver {
             f: [momentum, weight_decay, 0.0, 0.0],
             ..Words::default()
         };
-        self.op(ctx, UPDATE, &self.vecs, params, w, grid_1d(l.size()))
+        self.op(ctx, Entry::Update, &self.vecs, params, w, grid_1d(l.size()))
     }
 
     /// The scalar blocks of every layer (and the globals), read back.

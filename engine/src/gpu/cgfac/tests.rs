@@ -159,7 +159,7 @@ fn fisher_rows_strides_over_the_rows() {
     let (pm, am) = (random(n * d, 1), random(n * d, 2));
     let (tp, ta) = (ctx.tensor_from("p", &pm).unwrap(), ctx.tensor_from("a", &am).unwrap());
     let w = Words { rows: n, cols: d, f: [0.5, 0.0, 0.0, 0.0], ..Words::default() };
-    ctx.run(&[&s.op(&ctx, FISHER_ROWS, &tp, &ta, w, [5, 1, 1])]);
+    ctx.run(&[&s.op(&ctx, Entry::FisherRows, &tp, &ta, w, [5, 1, 1])]);
     let want: Vec<f32> = (pm.chunks_exact(d).zip(am.chunks_exact(d)))
         .flat_map(|(pr, ar)| {
             let sn = 0.5 * pr.iter().zip(ar).map(|(x, y)| x * y).sum::<f32>();
@@ -250,4 +250,12 @@ fn negative_curvature_falls_back_to_the_gradient() {
     let (ex, _, outcomes) = solve_against_cpu(&cfg);
     assert!(outcomes.iter().all(|o| o.diverged), "{outcomes:?}");
     assert_eq!(ex, 0.0, "x is the gradient, exactly");
+}
+
+/// `Entry as usize` indexes the pipelines, which are built from `Entry::ALL` in its order.
+#[test]
+fn entry_points_are_listed_in_declaration_order() {
+    for (i, e) in Entry::ALL.into_iter().enumerate() {
+        assert_eq!(e as usize, i, "{e:?}");
+    }
 }

@@ -27,28 +27,8 @@ struct Params {
 @group(0) @binding(3) var<storage, read> norm: array<f32>; // [sum of squared gradients]
 @group(0) @binding(4) var<uniform> p: Params;
 
-// Globals in sc.
-const LR: u32 = 0u;
-const XG: u32 = 1u;
-const NU: u32 = 2u;
-const SCALE: u32 = 3u;
-const BAD: u32 = 4u;
-const FALLBACKS: u32 = 5u;
-// Per-layer slots, from p.slot.
-const RR: u32 = 0u;
-const R0: u32 = 1u;
-const DOT: u32 = 2u;
-const ALPHA: u32 = 3u;
-const BETA: u32 = 4u;
-const ITERS: u32 = 5u;
-const REL: u32 = 6u;
-const STATUS: u32 = 7u;
-const FELL: u32 = 8u;
-const XDOTG: u32 = 9u;
-// STATUS values.
-const ACTIVE: f32 = 0.0;
-const DONE: f32 = 1.0;
-const DIVERGED: f32 = 2.0;
+// The slots of sc (LR, NU, STATUS, ...) and the STATUS values are put in front of this file from
+// engine/src/gpu/cgfac/layout.rs.
 
 fn flat(gid: vec3<u32>, nwg: vec3<u32>) -> u32 {
     return gid.x + gid.y * nwg.x * 256u;
