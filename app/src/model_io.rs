@@ -8,7 +8,7 @@
 //! checkpoint `config.json`, or this page's exported run JSON).
 
 use engine::checkpoint::{self, NamedTensors, Snapshot};
-use engine::params::Layout;
+use engine::model::params::Layout;
 use engine::TrainConfig;
 use serde::{Deserialize, Serialize};
 

@@ -7,8 +7,8 @@ use serde::Serialize;
 
 use crate::config::{ModelConfig, OptimizerConfig};
 use crate::error::Result;
-use crate::matmul::{gemm, MatMut, MatRef};
 use crate::model::{Cache, Grads, Model};
+use crate::nn::matmul::{gemm, MatMut, MatRef};
 use crate::optim::Optimizer;
 use crate::rng::{rng, Stream};
 

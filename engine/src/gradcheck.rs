@@ -12,8 +12,8 @@ use serde::Serialize;
 
 use crate::config::{Activation, ModelConfig};
 use crate::error::Result;
-use crate::loss::IGNORE;
 use crate::model::{Cache, Grads, Model};
+use crate::nn::loss::IGNORE;
 use crate::rng::{rng, Stream};
 
 const STEP: f64 = 1e-5;

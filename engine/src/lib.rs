@@ -3,9 +3,13 @@
 //!
 //! Data flow, top to bottom:
 //! - `config`: what the model and the run are (serde).
-//! - `data`: built-in seeded data sets and the user's text, split into train and validation.
-//! - model: `params` (one flat buffer with named views) -> `model` (forward with a cache, backward by
-//!   hand) built from `embedding`, `layer_norm`, `linear`, `attention`, `activation`, `loss`.
+//! - `data`: built-in seeded data sets and the user's text, split into train and validation, and the
+//!   count baselines a model must beat.
+//! - `nn`: the layers as forward/backward pairs on flat slices (embedding, layer_norm, linear,
+//!   attention, activation, loss) and the GEMM they share.
+//! - `model`: the Pre-LN transformer: `architecture` (its layer sequence and linear layers, written
+//!   once for the CPU, the GPU and the curvature sites), `params` (one flat buffer with named views),
+//!   `cache` (what a forward pass keeps), and the forward and backward passes.
 //! - `optim`: SGD with momentum, AdamW, clipping, schedules, and K-FAC / CG-FAC (`second_order`).
 //! - `train`: one training step at a time; `checkpoint`: safetensors on disk; `memory`: what a run
 //!   needs, refused before allocation when over the budget.
@@ -16,25 +20,17 @@
 //! - `science`: tokens on the sphere, attention as a Markov chain, Brownian and JoMA references.
 //! - `gradcheck` and `bench`: how we know it is right and how fast it is.
 
-pub mod activation;
-pub mod attention;
-pub mod baseline;
 pub mod checkpoint;
 pub mod config;
 pub mod data;
-pub mod embedding;
 pub mod error;
 #[cfg(feature = "gpu")]
 pub mod gpu;
 pub mod gradcheck;
-pub mod layer_norm;
-pub mod linear;
-pub mod loss;
-pub mod matmul;
 pub mod memory;
 pub mod model;
+pub mod nn;
 pub mod optim;
-pub mod params;
 pub mod rng;
 pub mod scalar;
 pub mod science;

@@ -3,8 +3,8 @@
 
 use serde::Serialize;
 
-use crate::baseline::{BaselineLoss, Baselines};
 use crate::config::TrainConfig;
+use crate::data::baseline::{BaselineLoss, Baselines};
 use crate::data::{Dataset, Split};
 use crate::error::{Error, Result};
 use crate::model::{Cache, Grads, Model};

@@ -2,8 +2,8 @@
 //! real training.
 
 use engine::config::{DataSpec, ModelConfig, OptimizerConfig, Schedule, TrainConfig};
-use engine::matmul::{gemm, MatMut, MatRef};
 use engine::model::{Cache, Grads};
+use engine::nn::matmul::{gemm, MatMut, MatRef};
 use engine::optim::cg::{self, CgWork};
 use engine::optim::kfac;
 use engine::optim::kronecker::{self, Operands, Product, Scratch};

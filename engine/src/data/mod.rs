@@ -1,6 +1,7 @@
 //! Data sets: built-in generators and the user's text, split into train and validation, served as
 //! batches of (tokens, targets) drawn from seeded streams.
 
+pub mod baseline;
 pub mod grammar;
 pub mod hierarchy;
 pub mod tasks;
@@ -151,7 +152,9 @@ impl Dataset {
                 let mut pairs = Vec::new();
                 for _ in 0..task_rows {
                     task.sample(&mut r, &mut tok, &mut tgt);
-                    pairs.extend(tok.iter().zip(&tgt).filter(|p| *p.1 != crate::loss::IGNORE).map(|(&a, &b)| (a, b)));
+                    pairs.extend(
+                        tok.iter().zip(&tgt).filter(|p| *p.1 != crate::nn::loss::IGNORE).map(|(&a, &b)| (a, b)),
+                    );
                 }
                 pairs
             }
@@ -184,7 +187,7 @@ fn split_stream(ids: Vec<u32>, context: usize) -> Result<Source> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::loss::IGNORE;
+    use crate::nn::loss::IGNORE;
 
     #[test]
     fn streams_and_tasks_fill_batches_in_vocab() {

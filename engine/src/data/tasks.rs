@@ -4,7 +4,7 @@
 use rand::Rng;
 
 use crate::config::DataSpec;
-use crate::loss::IGNORE;
+use crate::nn::loss::IGNORE;
 use crate::rng::Rng as R;
 
 const DIGITS: u32 = 10;

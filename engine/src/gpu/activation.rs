@@ -1,4 +1,4 @@
-//! GELU (tanh form) / ReLU / identity, forward and backward: the GPU twin of `crate::activation`.
+//! GELU (tanh form) / ReLU / identity, forward and backward: the GPU twin of `crate::nn::activation`.
 
 use super::{grid_1d, Access, GpuContext, Kernel, Op, Tensor};
 use crate::config::Activation;
@@ -39,7 +39,7 @@ impl Act {
 mod tests {
     use super::super::testing::*;
     use super::*;
-    use crate::activation;
+    use crate::nn::activation;
 
     #[test]
     fn activations_match_cpu_forward_and_backward() {

@@ -1,7 +1,7 @@
 //! AdamW with the global-norm clip folded in: the GPU twin of `optim::clip` + `optim::adam`.
 
 use super::{f, grid_1d, Access, GpuContext, Kernel, Op, Tensor};
-use crate::params::Layout;
+use crate::model::params::Layout;
 
 pub struct AdamW {
     kernel: Kernel,

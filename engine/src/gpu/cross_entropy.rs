@@ -1,5 +1,5 @@
 //! Softmax cross-entropy, forward (probabilities, per-row losses, mean) and backward: the GPU twin
-//! of `crate::loss`. The mean and the count stay on the GPU in `stats` = [mean loss, count].
+//! of `crate::nn::loss`. The mean and the count stay on the GPU in `stats` = [mean loss, count].
 
 use super::softmax::grid_rows;
 use super::{grid_1d, with_reductions, Access, GpuContext, Kernel, Op, Tensor};
@@ -12,7 +12,7 @@ pub struct CrossEntropy {
 pub struct Buffers<'a> {
     /// (N, V) logits, turned into probabilities in place.
     pub probs: &'a Tensor,
-    /// (N) u32 targets; `crate::loss::IGNORE` rows do not count.
+    /// (N) u32 targets; `crate::nn::loss::IGNORE` rows do not count.
     pub targets: &'a Tensor,
     /// (N, 2) scratch: per-row loss and whether it counted.
     pub rows: &'a Tensor,
@@ -54,7 +54,7 @@ impl CrossEntropy {
 mod tests {
     use super::super::testing::*;
     use super::*;
-    use crate::loss;
+    use crate::nn::loss;
 
     #[test]
     fn cross_entropy_matches_cpu_forward_and_backward() {

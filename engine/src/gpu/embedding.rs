@@ -1,5 +1,5 @@
 //! Token and position embeddings: gather forward, scatter-add backward (as a gather per gradient
-//! entry, WGSL having no float atomics). The GPU twin of `crate::embedding`.
+//! entry, WGSL having no float atomics). The GPU twin of `crate::nn::embedding`.
 
 use super::{grid_1d, Access, GpuContext, Kernel, Op, Tensor};
 
@@ -62,7 +62,7 @@ impl Embedding {
 mod tests {
     use super::super::testing::*;
     use super::*;
-    use crate::embedding;
+    use crate::nn::embedding;
 
     #[test]
     fn embedding_matches_cpu_gather_and_scatter_add() {

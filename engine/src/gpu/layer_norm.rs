@@ -1,4 +1,4 @@
-//! LayerNorm forward and backward: the GPU twin of `crate::layer_norm`. Gains and biases are read
+//! LayerNorm forward and backward: the GPU twin of `crate::nn::layer_norm`. Gains and biases are read
 //! from the flat parameter tensor, their gradients accumulated into the flat gradient tensor.
 
 use super::softmax::grid_rows;
@@ -73,7 +73,7 @@ impl LayerNorm {
 mod tests {
     use super::super::testing::*;
     use super::*;
-    use crate::layer_norm;
+    use crate::nn::layer_norm;
 
     #[test]
     fn layer_norm_matches_cpu_forward_and_backward() {

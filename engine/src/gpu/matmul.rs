@@ -1,4 +1,4 @@
-//! Tiled, batched, strided GEMM in workgroup memory: the GPU twin of `crate::matmul::gemm`.
+//! Tiled, batched, strided GEMM in workgroup memory: the GPU twin of `crate::nn::matmul::gemm`.
 
 use super::{f, Access, GpuContext, Kernel, Op, Tensor};
 
@@ -104,7 +104,7 @@ impl Matmul {
 mod tests {
     use super::super::testing::*;
     use super::*;
-    use crate::matmul::{gemm, MatMut, MatRef};
+    use crate::nn::matmul::{gemm, MatMut, MatRef};
 
     /// Each case: (m, k, n, transpose a, transpose b); sizes straddle the 64-wide tile and the 16-deep panel.
     #[test]

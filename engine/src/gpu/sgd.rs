@@ -45,8 +45,8 @@ mod tests {
     use super::super::testing::*;
     use super::*;
     use crate::config::ModelConfig;
+    use crate::model::params::Layout;
     use crate::optim::{clip, sgd};
-    use crate::params::Layout;
 
     #[test]
     fn sgd_momentum_with_clipping_matches_cpu_over_steps() {

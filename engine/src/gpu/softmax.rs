@@ -39,7 +39,7 @@ impl Softmax {
 mod tests {
     use super::super::testing::*;
     use super::*;
-    use crate::loss::softmax_in_place;
+    use crate::nn::loss::softmax_in_place;
 
     #[test]
     fn masked_softmax_matches_cpu_forward_and_backward() {

@@ -1,6 +1,6 @@
 //! AdamW: Adam with bias correction and decoupled weight decay on matrices only.
 
-use crate::params::Layout;
+use crate::model::params::Layout;
 
 pub struct Adam {
     pub beta1: f32,

@@ -1,31 +1,13 @@
 //! The linear layers K-FAC and CG-FAC precondition, and what each one needs from a step: its input
 //! `a~ = [a, 1]` (bias folded in) and its per-token output gradient `g`, tokens as samples.
 
+use crate::model::architecture::{linears, LinearId, LinearSpec};
 use crate::model::{Cache, Grads, Model};
 
-#[derive(Clone, Copy, Debug)]
-enum Source {
-    Q(usize),
-    K(usize),
-    V(usize),
-    O(usize),
-    Fc(usize),
-    Proj(usize),
-    Head,
-}
+/// One linear layer `y = W a + b`, W (dout, din), as `model::architecture` lists it.
+pub type Site = LinearSpec;
 
-/// One linear layer `y = W a + b`, W (dout, din).
-#[derive(Clone, Debug)]
-pub struct Site {
-    pub name: String,
-    pub w: usize,
-    pub b: usize,
-    pub din: usize,
-    pub dout: usize,
-    source: Source,
-}
-
-impl Site {
+impl LinearSpec {
     /// Columns of the folded input `a~ = [a, 1]` and of the combined gradient `[dW | db]`.
     pub fn din1(&self) -> usize {
         self.din + 1
@@ -33,47 +15,24 @@ impl Site {
 
     /// The layer's input rows (N, din) from the forward cache.
     pub fn input<'a>(&self, c: &'a Cache<f32>) -> &'a [f32] {
-        match self.source {
-            Source::Q(l) | Source::K(l) | Source::V(l) => &c.blocks[l].ln1_out,
-            Source::O(l) => &c.blocks[l].attn_y,
-            Source::Fc(l) => &c.blocks[l].ln2_out,
-            Source::Proj(l) => &c.blocks[l].fc_act,
-            Source::Head => &c.lnf_out,
+        match self.id {
+            LinearId::Block(i, r) => c.slot(i, r.input()),
+            LinearId::Head => &c.lnf_out,
         }
     }
 
     /// Gradient of the mean loss with respect to the layer's output rows (N, dout).
     pub fn out_grad<'a>(&self, g: &'a Grads<f32>) -> &'a [f32] {
-        match self.source {
-            Source::Q(l) => &g.blocks[l].dq,
-            Source::K(l) => &g.blocks[l].dk,
-            Source::V(l) => &g.blocks[l].dv,
-            Source::O(l) => &g.blocks[l].d_o,
-            Source::Fc(l) => &g.blocks[l].d_fc,
-            Source::Proj(l) => &g.blocks[l].d_proj,
-            Source::Head => &g.dlogits,
+        match self.id {
+            LinearId::Block(i, r) => g.blocks[i].of(r),
+            LinearId::Head => &g.dlogits,
         }
     }
 }
 
 /// Every linear layer of the model: Q, K, V, O, both MLP layers per block, and the head.
 pub fn sites(model: &Model<f32>) -> Vec<Site> {
-    let (c, f, v) = (model.cfg.d_model, model.cfg.d_ff, model.cfg.vocab);
-    let l = &model.layout;
-    let mut out = Vec::new();
-    for (i, b) in l.blocks.iter().enumerate() {
-        let mut add = |name: &str, w, bias, din, dout, source| {
-            out.push(Site { name: format!("blocks.{i}.{name}"), w, b: bias, din, dout, source })
-        };
-        add("attn.q", b.q_w, b.q_b, c, c, Source::Q(i));
-        add("attn.k", b.k_w, b.k_b, c, c, Source::K(i));
-        add("attn.v", b.v_w, b.v_b, c, c, Source::V(i));
-        add("attn.o", b.o_w, b.o_b, c, c, Source::O(i));
-        add("mlp.fc", b.fc_w, b.fc_b, c, f, Source::Fc(i));
-        add("mlp.proj", b.proj_w, b.proj_b, f, c, Source::Proj(i));
-    }
-    out.push(Site { name: "head".into(), w: l.head_w, b: l.head_b, din: c, dout: v, source: Source::Head });
-    out
+    linears(&model.layout)
 }
 
 /// Copies `a` (N, din) into `a1` (N, din + 1) with a trailing column of ones.

@@ -4,7 +4,7 @@
 use nalgebra::DMatrix;
 
 use crate::error::{Error, Result};
-use crate::matmul::{gemm, MatMut, MatRef};
+use crate::nn::matmul::{gemm, MatMut, MatRef};
 
 /// `(m + shift I)^-1` of a symmetric positive semi-definite `dim x dim` matrix, row-major.
 pub fn damped_inverse(m: &[f32], dim: usize, shift: f64) -> Result<Vec<f32>> {

@@ -4,7 +4,7 @@
 //! - `MatrixFree`: `G X A = (1/N^2) g^T (g X) a~^T a~` from the current batch, no A or G formed;
 //! - `ExactFisher`: the empirical-Fisher block `(1/N) g^T diag(s) a~`, `s_n = g_n^T X a~_n`.
 
-use crate::matmul::{gemm, MatMut, MatRef};
+use crate::nn::matmul::{gemm, MatMut, MatRef};
 use crate::scalar::Scalar;
 
 pub use crate::config::Product;

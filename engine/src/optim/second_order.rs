@@ -13,8 +13,8 @@ use super::kronecker::{self, Operands, Product, Scratch};
 // The configuration lives with the other configurations; re-exported here where it is used.
 pub use crate::config::{Method, SecondOrderConfig};
 use crate::error::{Error, Result};
-use crate::matmul::{gemm, MatMut, MatRef};
 use crate::model::{Cache, Grads, Model};
+use crate::nn::matmul::{gemm, MatMut, MatRef};
 
 #[derive(Clone, Debug, Serialize)]
 pub struct LayerDiagnostics {

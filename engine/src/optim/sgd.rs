@@ -1,6 +1,6 @@
 //! SGD with heavy-ball momentum and decoupled weight decay on matrices.
 
-use crate::params::Layout;
+use crate::model::params::Layout;
 
 pub struct Sgd {
     pub momentum: f32,

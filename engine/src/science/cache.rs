@@ -95,7 +95,7 @@ pub fn layer_entropy<S: Scalar>(cfg: &ModelConfig, cache: &Cache<S>, layer: usiz
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::layer_norm::EPS;
+    use crate::nn::layer_norm::EPS;
     use crate::science::sphere::radius_stats;
 
     fn run(causal: bool) -> (Model<f64>, Cache<f64>) {

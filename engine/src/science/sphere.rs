@@ -227,7 +227,7 @@ pub fn arc(a: [f64; 3], b: [f64; 3], segments: usize) -> Vec<[f64; 3]> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::layer_norm;
+    use crate::nn::layer_norm;
     use crate::rng::{rng, Stream};
     use rand_distr::{Distribution, StandardNormal};
 

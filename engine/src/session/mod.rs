@@ -19,8 +19,8 @@ pub mod verdicts;
 
 use serde::{Deserialize, Serialize};
 
-use crate::baseline::BaselineLoss;
 use crate::checkpoint::Snapshot;
+use crate::data::baseline::BaselineLoss;
 use crate::error::{Error, Result};
 use crate::optim::second_order::Diagnostics;
 use crate::science::probe::Probe;

@@ -20,6 +20,7 @@ mod tests;
 use super::adamw::{step_values, AdamW, Hyper, State as AdamState};
 use super::matmul::Matmul;
 use super::{GpuContext, Op, Result, Tensor};
+use crate::model::architecture::LinearId;
 use crate::model::Model;
 use crate::optim::cg::CgOutcome;
 use crate::optim::curvature;
@@ -55,6 +56,8 @@ pub struct CgFac {
     t: u64,
     fallbacks_total: u64,
     tokens: usize,
+    /// Which linear layer each of the solver's layers is (`curvature::sites` order).
+    sites: Vec<LinearId>,
     pub diag: Diagnostics,
 }
 
@@ -71,8 +74,9 @@ impl CgFac {
         sum_sq: &Tensor,
     ) -> Result<Self> {
         let l = &model.layout;
-        let shapes: Vec<_> = curvature::sites(model)
-            .into_iter()
+        let sites = curvature::sites(model);
+        let shapes: Vec<_> = sites
+            .iter()
             .map(|s| (s.name.clone(), s.din, s.dout, l.tensors[s.w].offset, l.tensors[s.b].offset))
             .collect();
         let total = l.total;
@@ -93,12 +97,14 @@ impl CgFac {
             t: 0,
             fallbacks_total: 0,
             tokens,
+            sites: sites.iter().map(|s| s.id).collect(),
         })
     }
 
-    /// Records what layer `site` (in `curvature::sites` order) needs from the step before op `at`:
-    /// its factor updates (`Factors`, as on the CPU only then) or its batch (the others).
-    pub fn track(&mut self, ctx: &GpuContext, mm: &Matmul, at: usize, site: usize, inp: &Tensor, dy: &Tensor) {
+    /// Records what linear layer `id` needs from the step before op `at`: its factor updates
+    /// (`Factors`, as on the CPU only then) or its batch (the others).
+    pub fn track(&mut self, ctx: &GpuContext, mm: &Matmul, at: usize, id: LinearId, inp: &Tensor, dy: &Tensor) {
+        let site = self.sites.iter().position(|&s| s == id).expect("every linear layer is a curvature site");
         let (s, l, n) = (&self.solver, &self.solver.layers[site], self.tokens);
         if s.batch.is_some() {
             self.batch_ops.push((at, s.batch_ops(ctx, l, inp, dy)));

@@ -1,6 +1,6 @@
 use super::super::testing::*;
 use super::*;
-use crate::matmul::{gemm, MatMut, MatRef};
+use crate::nn::matmul::{gemm, MatMut, MatRef};
 use crate::optim::cg::{self, CgWork};
 use crate::optim::kronecker::{self, Operands, Product, Scratch};
 use crate::optim::second_order::{update_a_factor, Method};

@@ -25,7 +25,8 @@ use crate::checkpoint::Snapshot;
 use crate::config::{ModelConfig, OptimizerConfig, TrainConfig};
 use crate::data::{Dataset, Split};
 use crate::error::Error;
-use crate::model::Model;
+use crate::model::architecture::{Layer, LinearId, LinearSpec, Norm, Slot, BLOCK};
+use crate::model::{check_batch, Model};
 use crate::train::StepReport;
 
 /// The kernel families, each with its pipelines built once.
@@ -41,22 +42,27 @@ struct Kernels {
     sgd: Sgd,
 }
 
-/// What one block keeps from its forward pass (the CPU's `BlockCache`).
+/// What one block keeps from its forward pass (the CPU's `BlockCache`): the rows of each of
+/// `Slot::KEPT`, both LayerNorms' centred rows and 1/std, and the attention matrices.
 struct Block {
-    ln1_u: Tensor,
-    ln1_rstd: Tensor,
-    ln1_out: Tensor,
-    q: Tensor,
-    k: Tensor,
-    v: Tensor,
+    kept: Vec<Tensor>,
+    norms: [(Tensor, Tensor); 2],
     att: Tensor,
-    attn_y: Tensor,
-    h: Tensor,
-    ln2_u: Tensor,
-    ln2_rstd: Tensor,
-    ln2_out: Tensor,
-    fc_pre: Tensor,
-    fc_act: Tensor,
+}
+
+impl Block {
+    /// Slot `s` of block `i`, whose input and output are `resid[i]` and `resid[i + 1]`.
+    fn slot<'a>(&'a self, resid: &'a [Tensor], i: usize, s: Slot) -> &'a Tensor {
+        match s {
+            Slot::X => &resid[i],
+            Slot::Next => &resid[i + 1],
+            _ => &self.kept[Slot::KEPT.iter().position(|&k| k == s).expect("a kept slot")],
+        }
+    }
+    fn norm(&self, n: Norm) -> (&Tensor, &Tensor) {
+        let (u, rstd) = &self.norms[n as usize];
+        (u, rstd)
+    }
 }
 
 /// Backward scratch shared by all blocks (the CPU's `Grads` work buffers).
@@ -71,6 +77,23 @@ struct Scratch {
     dq: Tensor,
     dk: Tensor,
     dv: Tensor,
+}
+
+impl Scratch {
+    /// Where the gradient with respect to slot `s` is kept. The residual stream's is one buffer
+    /// (`dresid`) that the LayerNorms' backward passes add into: that is the residual's backward.
+    fn grad(&self, s: Slot) -> &Tensor {
+        match s {
+            Slot::X | Slot::H | Slot::Next => &self.dresid,
+            Slot::Ln1Out | Slot::Ln2Out => &self.dln,
+            Slot::Q => &self.dq,
+            Slot::K => &self.dk,
+            Slot::V => &self.dv,
+            Slot::AttnY => &self.dattn_y,
+            Slot::FcPre => &self.d_fc,
+            Slot::FcAct => &self.dfc_act,
+        }
+    }
 }
 
 /// The optimizer's state on the GPU, named as the CPU's `Optimizer::state` names it.
@@ -113,7 +136,7 @@ pub struct GpuTrainer {
     eval_sum: Tensor,
 }
 
-/// `y = x W^T + b` (W stored (out, in) at `w` in the parameters, b at `b`), as `crate::linear`.
+/// `y = x W^T + b` (W stored (out, in) at `w` in the parameters, b at `b`), as `crate::nn::linear`.
 struct Linear {
     w: usize,
     b: usize,
@@ -162,22 +185,9 @@ impl GpuTrainer {
         let resid = (0..=m.layers).map(|_| z("resid", n * c)).collect::<Result<Vec<_>>>()?;
         let blocks = (0..m.layers)
             .map(|_| {
-                Ok(Block {
-                    ln1_u: z("ln1_u", n * c)?,
-                    ln1_rstd: z("ln1_rstd", n)?,
-                    ln1_out: z("ln1_out", n * c)?,
-                    q: z("q", n * c)?,
-                    k: z("k", n * c)?,
-                    v: z("v", n * c)?,
-                    att: z("att", b * nh * t * t)?,
-                    attn_y: z("attn_y", n * c)?,
-                    h: z("h", n * c)?,
-                    ln2_u: z("ln2_u", n * c)?,
-                    ln2_rstd: z("ln2_rstd", n)?,
-                    ln2_out: z("ln2_out", n * c)?,
-                    fc_pre: z("fc_pre", n * f)?,
-                    fc_act: z("fc_act", n * f)?,
-                })
+                let kept = Slot::KEPT.iter().map(|&k| z("block_slot", n * k.width(m))).collect::<Result<Vec<_>>>()?;
+                let norm = || Ok::<_, GpuError>((z("ln_u", n * c)?, z("ln_rstd", n)?));
+                Ok(Block { kept, norms: [norm()?, norm()?], att: z("att", b * nh * t * t)? })
             })
             .collect::<Result<Vec<_>>>()?;
         let s = Scratch {
@@ -206,11 +216,9 @@ impl GpuTrainer {
 
         let l = &model.layout;
         let off = |id: usize| l.tensors[id].offset;
-        let lin = |w: usize, bias: usize| Linear {
-            w: off(w),
-            b: off(bias),
-            din: l.tensors[w].shape[1],
-            dout: l.tensors[w].shape[0],
+        let lin = |id: LinearId| {
+            let spec = LinearSpec::of(l, id);
+            Linear { w: off(spec.w), b: off(spec.b), din: spec.din, dout: spec.dout }
         };
         let ctx_ref = &ctx;
         let mut ops = Vec::new();
@@ -248,75 +256,91 @@ impl GpuTrainer {
         let d_scores = Dims::new(t, t, hs).batched(b, nh);
         let d_heads = Dims::new(t, hs, t).batched(b, nh);
 
-        // Forward.
+        // Forward: each block walks `architecture::BLOCK` top to bottom.
         ops.push(k.emb.forward(&ctx, &resid[0], &g_tokens, &params, tab, n));
         for (i, (ids, bk)) in l.blocks.iter().zip(&blocks).enumerate() {
-            let (x, next) = (&resid[i], &resid[i + 1]);
-            let a1 = affine(ids.ln1_w, ids.ln1_b);
-            ops.push(k.ln.forward(&ctx, &bk.ln1_out, &bk.ln1_u, &bk.ln1_rstd, x, &params, &grads, a1, n, c));
-            linear_fwd(&mut ops, &bk.q, &bk.ln1_out, &lin(ids.q_w, ids.q_b));
-            linear_fwd(&mut ops, &bk.k, &bk.ln1_out, &lin(ids.k_w, ids.k_b));
-            linear_fwd(&mut ops, &bk.v, &bk.ln1_out, &lin(ids.v_w, ids.v_b));
-            ops.push(k.mm.op(&ctx, d_scores, scale, (&bk.q, head), (&bk.k, head.t()), 0.0, (&bk.att, attv)));
-            ops.push(k.sm.forward(&ctx, &bk.att, b * nh * t, t, m.causal));
-            ops.push(k.mm.op(&ctx, d_heads, 1.0, (&bk.att, attv), (&bk.v, head), 0.0, (&bk.attn_y, head)));
-            linear_fwd(&mut ops, &bk.h, &bk.attn_y, &lin(ids.o_w, ids.o_b));
-            ops.push(k.ew.add(&ctx, (x, 0), (&bk.h, 0), n * c));
-            let a2 = affine(ids.ln2_w, ids.ln2_b);
-            ops.push(k.ln.forward(&ctx, &bk.ln2_out, &bk.ln2_u, &bk.ln2_rstd, &bk.h, &params, &grads, a2, n, c));
-            linear_fwd(&mut ops, &bk.fc_pre, &bk.ln2_out, &lin(ids.fc_w, ids.fc_b));
-            ops.push(k.act.forward(&ctx, m.activation, &bk.fc_act, &bk.fc_pre));
-            linear_fwd(&mut ops, next, &bk.fc_act, &lin(ids.proj_w, ids.proj_b));
-            ops.push(k.ew.add(&ctx, (&bk.h, 0), (next, 0), n * c));
+            let slot = |s: Slot| bk.slot(&resid, i, s);
+            for layer in BLOCK {
+                match layer {
+                    Layer::Norm(nm) => {
+                        let ((u, rstd), (w, bias)) = (bk.norm(nm), ids.norm(nm));
+                        let (out, inp) = (slot(nm.output()), slot(nm.input()));
+                        ops.push(k.ln.forward(&ctx, out, u, rstd, inp, &params, &grads, affine(w, bias), n, c));
+                    }
+                    Layer::Linear(r) => {
+                        linear_fwd(&mut ops, slot(r.output()), slot(r.input()), &lin(LinearId::Block(i, r)))
+                    }
+                    Layer::Attention => {
+                        let (q, kk, vv, y) = (slot(Slot::Q), slot(Slot::K), slot(Slot::V), slot(Slot::AttnY));
+                        ops.push(k.mm.op(&ctx, d_scores, scale, (q, head), (kk, head.t()), 0.0, (&bk.att, attv)));
+                        ops.push(k.sm.forward(&ctx, &bk.att, b * nh * t, t, m.causal));
+                        ops.push(k.mm.op(&ctx, d_heads, 1.0, (&bk.att, attv), (vv, head), 0.0, (y, head)));
+                    }
+                    Layer::Residual { into, from } => {
+                        ops.push(k.ew.add(&ctx, (slot(from), 0), (slot(into), 0), n * into.width(m)))
+                    }
+                    Layer::Activation => {
+                        ops.push(k.act.forward(&ctx, m.activation, slot(Slot::FcAct), slot(Slot::FcPre)))
+                    }
+                }
+            }
         }
         let af = affine(l.lnf_w, l.lnf_b);
         ops.push(k.ln.forward(&ctx, &lnf_out, &lnf_u, &lnf_rstd, &resid[m.layers], &params, &grads, af, n, c));
-        let head_lin = lin(l.head_w, l.head_b);
+        let head_lin = lin(LinearId::Head);
         linear_fwd(&mut ops, &probs, &lnf_out, &head_lin);
         let ce = Buffers { probs: &probs, targets: &g_targets, rows: &ce_rows, stats: &stats, dlogits: &s.dlogits };
         ops.extend(k.ce.forward(&ctx, &ce, n, v));
         let forward = ops.len();
         let eval_add = k.ew.add(&ctx, (&stats, 0), (&eval_sum, 0), 1);
 
-        // CG-FAC's factor updates of linear layer `site` (`curvature::sites` order: q, k, v, o, fc,
-        // proj per block, then the head) go right after its backward, while its output gradient
-        // is still in the scratch buffer that the next block reuses.
-        let mut track = |at: usize, site: usize, inp: &Tensor, dy: &Tensor| {
+        // CG-FAC's factor updates of a linear layer go right after its backward, while its output
+        // gradient is still in the scratch buffer that the next block reuses.
+        let mut track = |at: usize, id: LinearId, inp: &Tensor, dy: &Tensor| {
             if let Some(cg) = cg.as_mut() {
-                cg.track(ctx_ref, &k.mm, at, site, inp, dy);
+                cg.track(ctx_ref, &k.mm, at, id, inp, dy);
             }
         };
 
-        // Backward; `grads` and `dresid` are zeroed at the start of every submission.
+        // Backward, each block walking `BLOCK` bottom to top; `grads` and `dresid` are zeroed at the
+        // start of every submission.
         ops.push(k.ce.backward(&ctx, &ce, n, v));
         linear_bwd(&mut ops, &s.dln, false, &s.dlogits, &lnf_out, &head_lin);
-        track(ops.len(), 6 * m.layers, &lnf_out, &s.dlogits);
+        track(ops.len(), LinearId::Head, &lnf_out, &s.dlogits);
         ops.extend(k.ln.backward(&ctx, &s.dresid, &grads, &s.dln, &lnf_u, &lnf_rstd, &params, af, n, c));
         for (i, (ids, bk)) in l.blocks.iter().zip(&blocks).enumerate().rev() {
-            // MLP: dresid is the gradient at x' = h + proj(...).
-            linear_bwd(&mut ops, &s.dfc_act, false, &s.dresid, &bk.fc_act, &lin(ids.proj_w, ids.proj_b));
-            track(ops.len(), 6 * i + 5, &bk.fc_act, &s.dresid);
-            ops.push(k.act.backward(&ctx, m.activation, &s.d_fc, &s.dfc_act, &bk.fc_pre));
-            linear_bwd(&mut ops, &s.dln, false, &s.d_fc, &bk.ln2_out, &lin(ids.fc_w, ids.fc_b));
-            track(ops.len(), 6 * i + 4, &bk.ln2_out, &s.d_fc);
-            let a2 = affine(ids.ln2_w, ids.ln2_b);
-            ops.extend(k.ln.backward(&ctx, &s.dresid, &grads, &s.dln, &bk.ln2_u, &bk.ln2_rstd, &params, a2, n, c));
-            // Attention: dresid is now the gradient at h = x + O(...).
-            linear_bwd(&mut ops, &s.dattn_y, false, &s.dresid, &bk.attn_y, &lin(ids.o_w, ids.o_b));
-            track(ops.len(), 6 * i + 3, &bk.attn_y, &s.dresid);
-            ops.push(k.mm.op(&ctx, d_heads, 1.0, (&bk.att, attv.t()), (&s.dattn_y, head), 0.0, (&s.dv, head)));
-            ops.push(k.mm.op(&ctx, d_scores, 1.0, (&s.dattn_y, head), (&bk.v, head.t()), 0.0, (&s.datt, attv)));
-            ops.push(k.sm.backward(&ctx, &s.datt, &bk.att, b * nh * t, t));
-            ops.push(k.mm.op(&ctx, d_heads, scale, (&s.datt, attv), (&bk.k, head), 0.0, (&s.dq, head)));
-            ops.push(k.mm.op(&ctx, d_heads, scale, (&s.datt, attv.t()), (&bk.q, head), 0.0, (&s.dk, head)));
-            linear_bwd(&mut ops, &s.dln, false, &s.dq, &bk.ln1_out, &lin(ids.q_w, ids.q_b));
-            linear_bwd(&mut ops, &s.dln, true, &s.dk, &bk.ln1_out, &lin(ids.k_w, ids.k_b));
-            linear_bwd(&mut ops, &s.dln, true, &s.dv, &bk.ln1_out, &lin(ids.v_w, ids.v_b));
-            for (j, dy) in [&s.dq, &s.dk, &s.dv].into_iter().enumerate() {
-                track(ops.len(), 6 * i + j, &bk.ln1_out, dy);
+            let slot = |x: Slot| bk.slot(&resid, i, x);
+            // Slots whose gradient this block has set: a second consumer (K and Q after V) adds.
+            let mut set: Vec<Slot> = Vec::new();
+            for layer in BLOCK.into_iter().rev() {
+                match layer {
+                    Layer::Residual { .. } => {}
+                    Layer::Linear(r) => {
+                        let (id, inp, dy) = (LinearId::Block(i, r), r.input(), s.grad(r.output()));
+                        linear_bwd(&mut ops, s.grad(inp), set.contains(&inp), dy, slot(inp), &lin(id));
+                        set.push(inp);
+                        track(ops.len(), id, slot(inp), dy);
+                    }
+                    Layer::Attention => {
+                        let (q, kk, vv, dy) = (slot(Slot::Q), slot(Slot::K), slot(Slot::V), s.grad(Slot::AttnY));
+                        let (dq, dk, dv) = (s.grad(Slot::Q), s.grad(Slot::K), s.grad(Slot::V));
+                        ops.push(k.mm.op(&ctx, d_heads, 1.0, (&bk.att, attv.t()), (dy, head), 0.0, (dv, head)));
+                        ops.push(k.mm.op(&ctx, d_scores, 1.0, (dy, head), (vv, head.t()), 0.0, (&s.datt, attv)));
+                        ops.push(k.sm.backward(&ctx, &s.datt, &bk.att, b * nh * t, t));
+                        ops.push(k.mm.op(&ctx, d_heads, scale, (&s.datt, attv), (kk, head), 0.0, (dq, head)));
+                        ops.push(k.mm.op(&ctx, d_heads, scale, (&s.datt, attv.t()), (q, head), 0.0, (dk, head)));
+                    }
+                    Layer::Activation => {
+                        let (d_pre, d_act) = (s.grad(Slot::FcPre), s.grad(Slot::FcAct));
+                        ops.push(k.act.backward(&ctx, m.activation, d_pre, d_act, slot(Slot::FcPre)));
+                    }
+                    Layer::Norm(nm) => {
+                        let ((u, rstd), (w, bias)) = (bk.norm(nm), ids.norm(nm));
+                        let (dx, dy) = (s.grad(nm.input()), s.grad(nm.output()));
+                        ops.extend(k.ln.backward(&ctx, dx, &grads, dy, u, rstd, &params, affine(w, bias), n, c));
+                    }
+                }
             }
-            let a1 = affine(ids.ln1_w, ids.ln1_b);
-            ops.extend(k.ln.backward(&ctx, &s.dresid, &grads, &s.dln, &bk.ln1_u, &bk.ln1_rstd, &params, a1, n, c));
         }
         ops.push(k.emb.backward(&ctx, &grads, &s.dresid, &g_tokens, tab, n));
 
@@ -439,12 +463,7 @@ impl GpuTrainer {
     pub async fn step(&mut self) -> Result<StepReport> {
         let step = self.step;
         self.data.batch(Split::Train, step as u64, &mut self.tokens, &mut self.targets);
-        let v = self.cfg.model.vocab as u32;
-        if let Some(&bad) =
-            self.tokens.iter().chain(self.targets.iter().filter(|&&x| x != crate::loss::IGNORE)).find(|&&x| x >= v)
-        {
-            return Err(Error::Data(format!("token id {bad} is outside the vocabulary of {v}")).into());
-        }
+        check_batch(self.tokens.len(), self.cfg.model.vocab, &self.tokens, &self.targets)?;
         let lr = self.cfg.schedule.lr(self.cfg.lr, step, self.cfg.steps);
         self.ctx.write(&self.g_tokens, &self.tokens);
         self.ctx.write(&self.g_targets, &self.targets);

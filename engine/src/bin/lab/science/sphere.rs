@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 use engine::config::{ModelConfig, TrainConfig};
-use engine::layer_norm::EPS;
 use engine::model::{Cache, Model};
+use engine::nn::layer_norm::EPS;
 use engine::science::brownian::Scheme;
 use engine::science::fit::{compare_with_brownian, fit_diffusion};
 use engine::science::probe::Probe;

@@ -1,6 +1,6 @@
 //! A linear layer `y = x W^T + b` with W stored (out, in), as PyTorch stores it.
 
-use crate::matmul::{gemm, MatMut, MatRef};
+use crate::nn::matmul::{gemm, MatMut, MatRef};
 use crate::scalar::Scalar;
 
 /// inp (N, in) -> out (N, out).

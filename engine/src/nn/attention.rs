@@ -3,8 +3,8 @@
 //! q, k, v and the output are (B, T, C) with head h in columns `h*hs..(h+1)*hs`; `att` holds the
 //! row-stochastic matrices P as (B, NH, T, T): the Markov transition matrices the lab studies.
 
-use crate::loss::softmax_in_place;
-use crate::matmul::{gemm, MatMut, MatRef};
+use crate::nn::loss::softmax_in_place;
+use crate::nn::matmul::{gemm, MatMut, MatRef};
 use crate::scalar::Scalar;
 
 #[derive(Clone, Copy, Debug)]

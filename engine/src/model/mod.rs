@@ -6,13 +6,21 @@
 
 use rand_distr::{Distribution, Normal};
 
-use crate::attention::{self, Shape};
+pub mod architecture;
+pub mod cache;
+pub mod params;
+
+pub use cache::{BlockCache, BlockGrads, Cache, Grads};
+
+use architecture::LinearId;
+
 use crate::config::ModelConfig;
 use crate::error::{Error, Result};
-use crate::params::Layout;
+use crate::nn::attention::{self, Shape};
+use crate::nn::{activation, embedding, layer_norm, linear, loss};
 use crate::rng::{rng, Stream};
 use crate::scalar::Scalar;
-use crate::{activation, embedding, layer_norm, linear, loss};
+use params::Layout;
 
 #[derive(Clone, Debug)]
 pub struct Model<S> {
@@ -21,164 +29,18 @@ pub struct Model<S> {
     pub params: Vec<S>,
 }
 
-/// What one block's forward pass keeps: the backward pass needs it, K-FAC reads the linear layers'
-/// inputs from it, and the lab reads the sphere points `u` and the attention matrices.
-#[derive(Clone, Debug)]
-pub struct BlockCache<S> {
-    pub ln1_u: Vec<S>,
-    pub ln1_rstd: Vec<S>,
-    pub ln1_out: Vec<S>,
-    pub q: Vec<S>,
-    pub k: Vec<S>,
-    pub v: Vec<S>,
-    /// (B, NH, T, T) row-stochastic attention matrices.
-    pub att: Vec<S>,
-    pub attn_y: Vec<S>,
-    pub h: Vec<S>,
-    pub ln2_u: Vec<S>,
-    pub ln2_rstd: Vec<S>,
-    pub ln2_out: Vec<S>,
-    pub fc_pre: Vec<S>,
-    pub fc_act: Vec<S>,
-}
-
-#[derive(Clone, Debug)]
-pub struct Cache<S> {
-    pub b: usize,
-    pub t: usize,
-    pub tokens: Vec<u32>,
-    pub targets: Vec<u32>,
-    /// Residual stream entering each block; the last entry is the final residual.
-    pub resid: Vec<Vec<S>>,
-    pub blocks: Vec<BlockCache<S>>,
-    pub lnf_u: Vec<S>,
-    pub lnf_rstd: Vec<S>,
-    pub lnf_out: Vec<S>,
-    /// (N, V) probabilities after the forward pass.
-    pub probs: Vec<S>,
-    pub loss: S,
-    pub count: usize,
-}
-
-/// Gradients of one block's linear-layer outputs, kept for K-FAC's G factors.
-#[derive(Clone, Debug)]
-pub struct BlockGrads<S> {
-    pub dq: Vec<S>,
-    pub dk: Vec<S>,
-    pub dv: Vec<S>,
-    pub d_o: Vec<S>,
-    pub d_fc: Vec<S>,
-    pub d_proj: Vec<S>,
-}
-
-#[derive(Clone, Debug)]
-pub struct Grads<S> {
-    /// Parameter gradients, laid out like `Model::params`.
-    pub data: Vec<S>,
-    pub blocks: Vec<BlockGrads<S>>,
-    pub dlogits: Vec<S>,
-    dresid: Vec<S>,
-    dln: Vec<S>,
-    dattn_y: Vec<S>,
-    dfc_act: Vec<S>,
-    datt: Vec<S>,
-}
-
-fn zeros<S: Scalar>(n: usize) -> Vec<S> {
-    vec![S::zero(); n]
-}
-
-impl<S: Scalar> Cache<S> {
-    pub fn new(cfg: &ModelConfig, b: usize) -> Self {
-        let (t, c, f, v, nh) = (cfg.context, cfg.d_model, cfg.d_ff, cfg.vocab, cfg.heads);
-        let n = b * t;
-        let block = BlockCache {
-            ln1_u: zeros(n * c),
-            ln1_rstd: zeros(n),
-            ln1_out: zeros(n * c),
-            q: zeros(n * c),
-            k: zeros(n * c),
-            v: zeros(n * c),
-            att: zeros(b * nh * t * t),
-            attn_y: zeros(n * c),
-            h: zeros(n * c),
-            ln2_u: zeros(n * c),
-            ln2_rstd: zeros(n),
-            ln2_out: zeros(n * c),
-            fc_pre: zeros(n * f),
-            fc_act: zeros(n * f),
-        };
-        Cache {
-            b,
-            t,
-            tokens: vec![0; n],
-            targets: vec![0; n],
-            resid: vec![zeros(n * c); cfg.layers + 1],
-            blocks: vec![block; cfg.layers],
-            lnf_u: zeros(n * c),
-            lnf_rstd: zeros(n),
-            lnf_out: zeros(n * c),
-            probs: zeros(n * v),
-            loss: S::zero(),
-            count: 0,
-        }
+/// Refuses a batch that is not `n` tokens and targets, or holds an id outside the vocabulary of `v`
+/// (ignored targets excepted): every backend checks before it runs.
+pub fn check_batch(n: usize, v: usize, tokens: &[u32], targets: &[u32]) -> Result<()> {
+    if tokens.len() != n || targets.len() != n {
+        let (nt, ng) = (tokens.len(), targets.len());
+        return Err(Error::Data(format!("expected {n} tokens and targets, got {nt} and {ng}")));
     }
-}
-
-impl<S: Scalar> Cache<S> {
-    /// Numbers this cache holds (token ids included), for the memory estimate's test.
-    pub fn floats(&self) -> usize {
-        let blocks: usize = self
-            .blocks
-            .iter()
-            .map(|k| {
-                [&k.ln1_u, &k.ln1_rstd, &k.ln1_out, &k.q, &k.k, &k.v, &k.att, &k.attn_y, &k.h]
-                    .into_iter()
-                    .chain([&k.ln2_u, &k.ln2_rstd, &k.ln2_out, &k.fc_pre, &k.fc_act])
-                    .map(Vec::len)
-                    .sum::<usize>()
-            })
-            .sum();
-        let rows = [&self.lnf_u, &self.lnf_rstd, &self.lnf_out, &self.probs].into_iter().map(Vec::len).sum::<usize>();
-        blocks + self.resid.iter().map(Vec::len).sum::<usize>() + rows + self.tokens.len() + self.targets.len()
+    if let Some(&bad) = tokens.iter().chain(targets.iter().filter(|&&x| x != loss::IGNORE)).find(|&&x| x as usize >= v)
+    {
+        return Err(Error::Data(format!("token id {bad} is outside the vocabulary of {v}")));
     }
-}
-
-impl<S: Scalar> Grads<S> {
-    /// Numbers the gradients and their scratch hold.
-    pub fn floats(&self) -> usize {
-        let blocks: usize = self
-            .blocks
-            .iter()
-            .map(|g| [&g.dq, &g.dk, &g.dv, &g.d_o, &g.d_fc, &g.d_proj].into_iter().map(Vec::len).sum::<usize>())
-            .sum();
-        let rest = [&self.data, &self.dlogits, &self.dresid, &self.dln, &self.dattn_y, &self.dfc_act, &self.datt];
-        blocks + rest.into_iter().map(Vec::len).sum::<usize>()
-    }
-
-    pub fn new(model: &Model<S>, b: usize) -> Self {
-        let cfg = &model.cfg;
-        let (t, c, f, v) = (cfg.context, cfg.d_model, cfg.d_ff, cfg.vocab);
-        let n = b * t;
-        let block = BlockGrads {
-            dq: zeros(n * c),
-            dk: zeros(n * c),
-            dv: zeros(n * c),
-            d_o: zeros(n * c),
-            d_fc: zeros(n * f),
-            d_proj: zeros(n * c),
-        };
-        Grads {
-            data: zeros(model.layout.total),
-            blocks: vec![block; cfg.layers],
-            dlogits: zeros(n * v),
-            dresid: zeros(n * c),
-            dln: zeros(n * c),
-            dattn_y: zeros(n * c),
-            dfc_act: zeros(n * f),
-            datt: zeros(t * t),
-        }
-    }
+    Ok(())
 }
 
 /// Mutable views of two tensors stored back to back (a weight and its bias, wte and wpe).
@@ -194,11 +56,15 @@ impl<S: Scalar> Model<S> {
     pub fn new(cfg: ModelConfig) -> Result<Self> {
         cfg.validate()?;
         let layout = Layout::new(&cfg);
-        let mut params = zeros::<S>(layout.total);
+        let mut params = vec![S::zero(); layout.total];
         let mut r = rng(cfg.seed, Stream::Init, 0);
         let normal = Normal::new(0.0, 0.02).expect("valid normal");
         let resid_scale = 1.0 / (2.0 * cfg.layers as f64).sqrt();
-        let residual_outputs: Vec<usize> = layout.blocks.iter().flat_map(|b| [b.o_w, b.proj_w]).collect();
+        let residual_outputs: Vec<usize> = architecture::linears(&layout)
+            .into_iter()
+            .filter(|s| matches!(s.id, LinearId::Block(_, r) if r.feeds_residual()))
+            .map(|s| s.w)
+            .collect();
         for (id, info) in layout.tensors.iter().enumerate() {
             let dst = &mut params[info.range()];
             if info.shape.len() == 2 {
@@ -227,18 +93,7 @@ impl<S: Scalar> Model<S> {
     pub fn forward(&self, cache: &mut Cache<S>, tokens: &[u32], targets: &[u32]) -> Result<S> {
         let (t, c, f, v) = (self.cfg.context, self.cfg.d_model, self.cfg.d_ff, self.cfg.vocab);
         let n = cache.b * t;
-        if tokens.len() != n || targets.len() != n {
-            return Err(Error::Data(format!(
-                "expected {n} tokens and targets, got {} and {}",
-                tokens.len(),
-                targets.len()
-            )));
-        }
-        if let Some(&bad) =
-            tokens.iter().chain(targets.iter().filter(|&&x| x != loss::IGNORE)).find(|&&x| x as usize >= v)
-        {
-            return Err(Error::Data(format!("token id {bad} is outside the vocabulary of {v}")));
-        }
+        check_batch(n, v, tokens, targets)?;
         let l = &self.layout;
         cache.tokens.copy_from_slice(tokens);
         cache.targets.copy_from_slice(targets);

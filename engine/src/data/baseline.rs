@@ -2,7 +2,7 @@
 //! (unigram) or all but the previous token (bigram) would score. A transformer must beat both.
 
 use crate::data::{Dataset, Split};
-use crate::loss::IGNORE;
+use crate::nn::loss::IGNORE;
 
 /// Add-one (Laplace) smoothing, so unseen pairs cost a finite amount.
 const ALPHA: f64 = 1.0;

@@ -1,6 +1,7 @@
 //! All parameters in one flat buffer with named views (llm.c style): one optimizer loop, one
 //! checkpoint write, one GPU upload. Names and shapes follow PyTorch conventions (Linear is (out, in)).
 
+use super::architecture::{BlockLinear, Norm};
 use crate::config::ModelConfig;
 
 #[derive(Clone, Debug)]
@@ -40,6 +41,27 @@ pub struct BlockIds {
     pub fc_b: usize,
     pub proj_w: usize,
     pub proj_b: usize,
+}
+
+impl BlockIds {
+    /// The (weight, bias) of one of the block's linear layers.
+    pub fn linear(&self, r: BlockLinear) -> (usize, usize) {
+        match r {
+            BlockLinear::Q => (self.q_w, self.q_b),
+            BlockLinear::K => (self.k_w, self.k_b),
+            BlockLinear::V => (self.v_w, self.v_b),
+            BlockLinear::O => (self.o_w, self.o_b),
+            BlockLinear::Fc => (self.fc_w, self.fc_b),
+            BlockLinear::Proj => (self.proj_w, self.proj_b),
+        }
+    }
+    /// The (gain, bias) of one of the block's LayerNorms.
+    pub fn norm(&self, n: Norm) -> (usize, usize) {
+        match n {
+            Norm::One => (self.ln1_w, self.ln1_b),
+            Norm::Two => (self.ln2_w, self.ln2_b),
+        }
+    }
 }
 
 #[derive(Clone, Debug)]

@@ -1,0 +1,10 @@
+//! The layers as forward/backward pairs on flat row-major slices (llm.c style, shapes in each
+//! function's comment), and the GEMM they share. The model is written from these.
+
+pub mod activation;
+pub mod attention;
+pub mod embedding;
+pub mod layer_norm;
+pub mod linear;
+pub mod loss;
+pub mod matmul;
