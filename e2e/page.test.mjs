@@ -1375,6 +1375,53 @@ test('the sphere and the chain: labels, arcs = the engine attention row, great-c
   assert.ok(Math.abs(hovered - p) < 1e-6, `the hover shows the engine's P_12,4 (${hovered} vs ${p})`);
   assert.match(await textOf(page, '#attention-hover'), /token 12 '.+' looks at token 4 '.+' with probability P = \d\.\d{4}/);
   await page.locator('#panel-attention').screenshot({ path: join(ARTIFACTS, 'panel-attention-hover.png') });
+  // The cells are the engine's matrix: at each cell's centre the colour's lightness ranks the
+  // cells as P_ij does (viridis grows lighter with the value; a transposed or shifted matrix, or
+  // another head's, ranks them otherwise), the zero cells above the causal diagonal are one colour,
+  // and the largest P_ij is the lightest cell.
+  const cells = await page.evaluate(([x0, y0, cell]) => {
+    const c = document.getElementById('attention');
+    const s = c.width / c.clientWidth;
+    const img = c.getContext('2d').getImageData(0, 0, c.width, c.height);
+    const p = Array.from(window.spherewalk.testing.attention(0, 1));
+    const n = Math.round(Math.sqrt(p.length));
+    const out = [];
+    for (let i = 0; i < n; i++) {
+      for (let j = 0; j < n; j++) {
+        const [x, y] = [Math.round((x0 + (j + 0.5) * cell) * s), Math.round((y0 + (i + 0.5) * cell) * s)];
+        const k = 4 * (y * img.width + x);
+        const [r, g, b] = [img.data[k], img.data[k + 1], img.data[k + 2]];
+        out.push({ i, j, p: p[i * n + j], light: 0.2126 * r + 0.7152 * g + 0.0722 * b, rgb: `${r},${g},${b}` });
+      }
+    }
+    return out;
+  }, [x0, y0, cell]);
+  const rank = (xs) => {
+    const order = xs.map((x, i) => [x, i]).sort((a, b) => a[0] - b[0]);
+    const r = new Array(xs.length);
+    for (let a = 0; a < order.length; ) {
+      let b = a;
+      while (b + 1 < order.length && order[b + 1][0] === order[a][0]) b++;
+      for (let k = a; k <= b; k++) r[order[k][1]] = (a + b) / 2;
+      a = b + 1;
+    }
+    return r;
+  };
+  const spearman = (xs, ys) => {
+    const [rx, ry] = [rank(xs), rank(ys)];
+    const m = (rx.length - 1) / 2;
+    const dot = rx.reduce((acc, v, k) => acc + (v - m) * (ry[k] - m), 0);
+    const sx = Math.sqrt(rx.reduce((acc, v) => acc + (v - m) ** 2, 0));
+    const sy = Math.sqrt(ry.reduce((acc, v) => acc + (v - m) ** 2, 0));
+    return dot / (sx * sy);
+  };
+  const rho = spearman(cells.map((c) => c.p), cells.map((c) => c.light));
+  t.diagnostic(`heatmap: rank correlation of cell lightness with the engine's P_ij: ${rho.toFixed(4)} over ${cells.length} cells`);
+  assert.ok(rho > 0.98, `the heatmap's cells rank as the engine's P does (Spearman ${rho})`);
+  const zeros = new Set(cells.filter((c) => c.j > c.i).map((c) => c.rgb));
+  assert.equal(zeros.size, 1, 'every cell above the causal diagonal has the colour of P = 0');
+  const top = cells.reduce((a, b) => (b.p > a.p ? b : a));
+  assert.ok(cells.every((c) => c.light <= top.light + 1e-9), `the largest P (${top.i},${top.j}) is the lightest cell`);
 
   // A verdict in words beside every science panel, and it follows the data: the same preset early
   // in training (a steady spread) and at its end (a jump, then a plateau).
@@ -1390,6 +1437,18 @@ test('the sphere and the chain: labels, arcs = the engine attention row, great-c
   t.diagnostic(`Brownian verdict after 12 steps: ${early}`);
   t.diagnostic(`Brownian verdict after 300 steps: ${late}`);
   assert.notEqual(early.split('.')[0], late.split('.')[0], 'the verdict changes with the data');
+  // The entropy chart plots the engine's curves: each layer's first, lowest and last point are
+  // the run summary's initial, min and final.
+  const plotted = JSON.parse(await page.getAttribute('#entropy-chart', 'data-values'));
+  const engineSummary = await page.evaluate(() => window.spherewalk.testing.summary());
+  assert.equal(plotted.length, engineSummary.entropy.length, 'one curve per layer');
+  for (const [l, curve] of plotted.entries()) {
+    const e = engineSummary.entropy[l];
+    const ys = curve.map(([, y]) => y);
+    const got = { initial: ys[0], min: Math.min(...ys), final: ys[ys.length - 1] };
+    for (const k of ['initial', 'min', 'final']) assert.ok(Math.abs(got[k] - e[k]) < 1e-6, `layer ${l} entropy ${k}: chart ${got[k]}, engine ${e[k]}`);
+    assert.equal(curve[curve.length - 1][0], engineSummary.steps, `layer ${l}'s curve ends at the last step`);
+  }
   assert.match(late, /Not Brownian: the tokens move in one jump early in training and then stay put.*R² = -?[\d.]+ is below 0.*critical value/);
   await page.locator('#panel-brownian').screenshot({ path: join(ARTIFACTS, 'panel-brownian.png') });
   assert.deepEqual(problems, [], 'no console errors or exceptions');

@@ -1,29 +1,7 @@
-//! Export of a run as one JSON document (settings, the engine's config, metrics), downloaded as a file.
+//! Downloads: text, bytes and canvases offered as files (the run's JSON is `Lab::run_json`).
 
 use leptos::prelude::*;
 use wasm_bindgen::JsCast;
-
-use crate::lab::Lab;
-
-/// The run as JSON text.
-pub fn run_json(lab: Lab) -> String {
-    let settings = lab.run_settings.get_untracked().unwrap_or_else(|| lab.settings.get_untracked());
-    let config = lab.run_config.get_untracked().or_else(|| settings.to_config().ok());
-    let doc = serde_json::json!({
-        "spherewalk": engine::VERSION,
-        "backend": lab.backend_in_use(),
-        "settings": settings,
-        "config": config,
-        "metrics": {
-            "train_loss": lab.train.get_untracked(),
-            "val_loss": lab.val.get_untracked(),
-            "attention_entropy": lab.entropy.get_untracked(),
-            "second_order": lab.diagnostics.get_untracked(),
-            "ms_per_step": lab.ms_per_step.get_untracked(),
-        },
-    });
-    serde_json::to_string_pretty(&doc).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
-}
 
 /// Offers `text` as a file download.
 pub fn download(name: &str, text: &str, mime: &str) -> Result<(), String> {

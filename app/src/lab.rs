@@ -625,6 +625,26 @@ impl Lab {
         }
     }
 
+    /// The run as one JSON document: settings, the engine's config, metrics.
+    pub fn run_json(self) -> String {
+        let settings = self.run_settings.get_untracked().unwrap_or_else(|| self.settings.get_untracked());
+        let config = self.run_config.get_untracked().or_else(|| settings.to_config().ok());
+        let doc = serde_json::json!({
+            "spherewalk": engine::VERSION,
+            "backend": self.backend_in_use(),
+            "settings": settings,
+            "config": config,
+            "metrics": {
+                "train_loss": self.train.get_untracked(),
+                "val_loss": self.val.get_untracked(),
+                "attention_entropy": self.entropy.get_untracked(),
+                "second_order": self.diagnostics.get_untracked(),
+                "ms_per_step": self.ms_per_step.get_untracked(),
+            },
+        });
+        serde_json::to_string_pretty(&doc).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
+    }
+
     /// What the export records: "webgpu (adapter)" or "cpu".
     pub fn backend_in_use(self) -> String {
         match self.on_gpu.get_untracked() {

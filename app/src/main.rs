@@ -10,7 +10,7 @@
 //! settings), `url_state` (the experiment in the address), `script_api` (`window.spherewalk`),
 //! `tour` (the guided tour), `sphere_view` (the sphere panel; `sphere_draw` draws it, `sphere_gl` the
 //! WebGL2 ball and dots, `token_style` the glyphs and colour-blind-safe colours), `heatmap`, `panels`
-//! and `charts` (the drawings), `export` (the run as JSON, figures as PNG, downloads).
+//! and `charts` (the drawings), `export` (downloads: files and figures as PNG).
 //!
 //! Stable element ids, read by the browser test (`e2e/page.test.mjs`): `#version`, `#backend`,
 //! `#theme`, `#start`, `#step-once`, `#reset`, `#export`, `#status`, `#step`, `#total-steps`,
@@ -244,7 +244,7 @@ fn App() -> impl IntoView {
     };
     script_api::install(lab);
     let on_export = move |_| {
-        let json = export_json_text(lab);
+        let json = lab.run_json();
         export_json.set(json.clone());
         if let Err(e) = export::download("spherewalk-run.json", &json, "application/json") {
             lab.error.set(Some(format!("export failed: {e}")));
@@ -555,10 +555,6 @@ fn toggle_fullscreen() {
     } else if let Some(root) = doc.document_element() {
         let _ = root.request_fullscreen();
     }
-}
-
-fn export_json_text(lab: Lab) -> String {
-    export::run_json(lab)
 }
 
 /// For the browser test and the "within 2x of native" comparison: milliseconds per optimizer step

@@ -5,6 +5,7 @@ use leptos::prelude::*;
 
 use crate::charts::{self, Line, PALETTE};
 use crate::lab::Lab;
+use engine::config::OptimizerConfig;
 
 /// A panel's "What is this?": the explanation, folded until asked for.
 #[component]
@@ -211,6 +212,13 @@ pub fn EntropyPanel(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                 role="img"
                 aria-label="mean attention entropy of each layer by training step"
                 data-points=move || lab.entropy.with(Vec::len)
+                data-values=move || {
+                    lab.entropy.with(|e| {
+                        let lines = charts::entropy_lines(e);
+                        let curves: Vec<&[(f64, f64)]> = lines.iter().map(|l| l.points.as_slice()).collect();
+                        serde_json::to_string(&curves).unwrap_or_default()
+                    })
+                }
             ></canvas>
             <div id="verdict-joma">
                 {move || {
@@ -248,7 +256,7 @@ pub fn DiagnosticsPanel(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
             id="panel-diagnostics"
             class="panel"
             aria-labelledby="diagnostics-title"
-            class:hidden=move || !matches!(second_order().as_str(), "kfac" | "cgfac")
+            class:hidden=move || !OptimizerConfig::named(&second_order()).is_ok_and(|o| o.second_order().is_some())
         >
             <h2 id="diagnostics-title">"Second-order diagnostics"</h2>
             <Explain>

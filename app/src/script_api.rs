@@ -129,6 +129,11 @@ pub fn install(lab: Lab) {
             .with_untracked(|p| p.as_ref().map(|p| p.steps.iter().map(|&s| s as u32).collect()).unwrap_or_default())
     });
     set(&testing, "frameSteps", &steps.into_js_value());
+    // The engine's summary of the page's last run (null before one has ended).
+    let summary = Closure::<dyn Fn() -> JsValue>::new(move || {
+        lab.summary.with_untracked(|s| s.as_deref().and_then(|s| js_sys::JSON::parse(s).ok()).unwrap_or(JsValue::NULL))
+    });
+    set(&testing, "summary", &summary.into_js_value());
     set(&api, "testing", &testing);
     if let Some(w) = web_sys::window() {
         set(&w, "spherewalk", &api);

@@ -221,7 +221,7 @@ pub fn SettingsPanel(lab: Lab) -> impl IntoView {
                         }
                         s.optimizer = v;
                     },
-                    options(&["sgd", "adam", "kfac", "cgfac"]),
+                    options(&OptimizerConfig::NAMES),
                 )}
                 {number!(lab, "lr", "learning rate", lr, settings::parse_lr)}
                 {number!(lab, "steps", "steps", steps, count("steps", settings::MAX_STEPS))}

@@ -178,6 +178,9 @@ pub enum OptimizerConfig {
 }
 
 impl OptimizerConfig {
+    /// The names `named` takes (besides the alias "adamw"), in the order the page lists them.
+    pub const NAMES: [&'static str; 4] = ["sgd", "adam", "kfac", "cgfac"];
+
     pub fn sgd() -> Self {
         OptimizerConfig::Sgd { momentum: 0.9, weight_decay: 0.0 }
     }
