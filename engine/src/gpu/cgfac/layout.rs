@@ -47,80 +47,47 @@ pub(super) fn wgsl_constants() -> String {
     out
 }
 
-/// The kernels' entry points; `name` is the WGSL function's name.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Entry {
-    FillZero,
-    Copy,
-    Residual,
-    DotPartial,
-    DotFinal,
-    Start,
-    Alpha,
-    UpdateXr,
-    Beta,
-    UpdateP,
-    FallbackFlag,
-    Fallback,
-    Kl,
-    Gather,
-    Update,
-    AEdge,
-    Fold,
-    ScaleCopy,
-    FisherRows,
+/// Declares `Entry`, the kernels' entry points, with `Entry::ALL` in declaration order (so
+/// `Entry as usize` indexes the pipelines built from it) and `name`, the WGSL function's name.
+macro_rules! entries {
+    ($($variant:ident => $name:literal),* $(,)?) => {
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub(super) enum Entry {
+            $($variant),*
+        }
+
+        impl Entry {
+            pub(super) const ALL: &[Entry] = &[$(Entry::$variant),*];
+
+            pub(super) fn name(self) -> &'static str {
+                match self {
+                    $(Entry::$variant => $name),*
+                }
+            }
+        }
+    };
 }
 
-impl Entry {
-    /// Every entry point, in declaration order (`Entry as usize` indexes the kernel's pipelines).
-    pub(super) const ALL: [Entry; 19] = {
-        use Entry::*;
-        [
-            FillZero,
-            Copy,
-            Residual,
-            DotPartial,
-            DotFinal,
-            Start,
-            Alpha,
-            UpdateXr,
-            Beta,
-            UpdateP,
-            FallbackFlag,
-            Fallback,
-            Kl,
-            Gather,
-            Update,
-            AEdge,
-            Fold,
-            ScaleCopy,
-            FisherRows,
-        ]
-    };
-
-    pub(super) fn name(self) -> &'static str {
-        match self {
-            Entry::FillZero => "fill_zero",
-            Entry::Copy => "copy",
-            Entry::Residual => "residual",
-            Entry::DotPartial => "dot_partial",
-            Entry::DotFinal => "dot_final",
-            Entry::Start => "start",
-            Entry::Alpha => "alpha",
-            Entry::UpdateXr => "update_xr",
-            Entry::Beta => "beta",
-            Entry::UpdateP => "update_p",
-            Entry::FallbackFlag => "fallback_flag",
-            Entry::Fallback => "fallback",
-            Entry::Kl => "kl",
-            Entry::Gather => "gather",
-            Entry::Update => "update",
-            Entry::AEdge => "a_edge",
-            Entry::Fold => "fold",
-            Entry::ScaleCopy => "scale_copy",
-            Entry::FisherRows => "fisher_rows",
-        }
-    }
+entries! {
+    FillZero => "fill_zero",
+    Copy => "copy",
+    Residual => "residual",
+    DotPartial => "dot_partial",
+    DotFinal => "dot_final",
+    Start => "start",
+    Alpha => "alpha",
+    UpdateXr => "update_xr",
+    Beta => "beta",
+    UpdateP => "update_p",
+    FallbackFlag => "fallback_flag",
+    Fallback => "fallback",
+    Kl => "kl",
+    Gather => "gather",
+    Update => "update",
+    AEdge => "a_edge",
+    Fold => "fold",
+    ScaleCopy => "scale_copy",
+    FisherRows => "fisher_rows",
 }
 
 /// One kernel's uniform (the `Params` of cgfac.wgsl).

@@ -37,7 +37,7 @@ impl Solver {
     ) -> Result<Self> {
         use Access::*;
         let src = super::super::with_reductions(&(wgsl_constants() + include_str!("../kernels/cgfac.wgsl")));
-        let entries = Entry::ALL.map(Entry::name);
+        let entries: Vec<&str> = Entry::ALL.iter().map(|e| e.name()).collect();
         let kernel = Kernel::new(ctx, "cgfac", &src, &[ReadWrite, ReadWrite, ReadWrite, Read], &entries);
         let (mut fl, mut vl) = (0, 0);
         let layers: Vec<Layer> = shapes

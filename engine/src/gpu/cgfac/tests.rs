@@ -251,11 +251,3 @@ fn negative_curvature_falls_back_to_the_gradient() {
     assert!(outcomes.iter().all(|o| o.diverged), "{outcomes:?}");
     assert_eq!(ex, 0.0, "x is the gradient, exactly");
 }
-
-/// `Entry as usize` indexes the pipelines, which are built from `Entry::ALL` in its order.
-#[test]
-fn entry_points_are_listed_in_declaration_order() {
-    for (i, e) in Entry::ALL.into_iter().enumerate() {
-        assert_eq!(e as usize, i, "{e:?}");
-    }
-}
