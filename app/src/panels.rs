@@ -200,8 +200,9 @@ pub fn EntropyPanel(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                     "The mean entropy H = -sum_j P_ij ln P_ij of the attention rows of each layer, over all heads, "
                     "on the probe row. Uniform causal attention over T positions has (1/T) sum ln i. JoMA (Tian "
                     "et al., 2023) predicts that attention first becomes sparse (entropy falls) on the tokens that "
-                    "co-occur most, then dense again as less frequent ones are learned: look for a dip and a "
-                    "rebound, clearest with the identity activation on the hierarchy data."
+                    "co-occur most, then dense again as less frequent ones are learned, when the MLP is "
+                    "nonlinear (GELU, ReLU); with the identity MLP it keeps falling. Look for a dip and a rebound; "
+                    "the verdict below says whether this run shows one."
             </Explain>
             <PngButton canvas="entropy-chart" file="spherewalk-entropy.png" />
             <canvas
