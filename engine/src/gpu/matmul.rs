@@ -63,6 +63,8 @@ impl Dims {
 }
 
 const TILE: usize = 64;
+/// Workgroups per grid dimension that WebGPU guarantees.
+const MAX_GROUPS: usize = 65535;
 
 pub struct Matmul {
     kernel: Kernel,
@@ -94,8 +96,13 @@ impl Matmul {
         params.extend(a.1.words());
         params.extend(b.1.words());
         params.extend(c.1.words());
-        params.extend([f(alpha), f(beta)]);
-        let grid = [d.n.div_ceil(TILE) as u32, d.m.div_ceil(TILE) as u32, (d.outer * d.inner) as u32];
+        let batches = d.outer * d.inner;
+        params.extend([f(alpha), f(beta), batches as u32]);
+        // Batches past one dimension's limit continue in y, one line of row tiles per 65535.
+        let (cols, rows, z) = (d.n.div_ceil(TILE), d.m.div_ceil(TILE), batches.min(MAX_GROUPS));
+        let lines = batches.div_ceil(z);
+        assert!(cols <= MAX_GROUPS && rows * lines <= MAX_GROUPS, "matmul {d:?} is past one launch's grid");
+        let grid = [cols as u32, (rows * lines) as u32, z as u32];
         self.kernel.op(ctx, 0, &[a.0, b.0, c.0], &params, grid)
     }
 }

@@ -19,6 +19,8 @@ pub mod cgfac;
 pub mod cross_entropy;
 pub mod elementwise;
 pub mod embedding;
+#[cfg(all(test, not(target_arch = "wasm32")))]
+mod large_grids;
 pub mod layer_norm;
 pub mod matmul;
 pub mod sgd;

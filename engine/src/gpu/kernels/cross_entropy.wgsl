@@ -22,6 +22,9 @@ var<workgroup> red2: array<f32, 256>;
 fn forward(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
            @builtin(local_invocation_index) li: u32) {
     let row = row_index(wg, nwg);
+    if (row >= p.n) {
+        return; // the grid's last line of workgroups runs past the rows
+    }
     let base = row * p.v;
     var m = -3.402823e38;
     for (var j = li; j < p.v; j += 256u) {

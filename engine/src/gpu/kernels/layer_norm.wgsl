@@ -24,6 +24,9 @@ const EPS: f32 = 1e-5;
 fn forward(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
            @builtin(local_invocation_index) li: u32) {
     let row = row_index(wg, nwg);
+    if (row >= p.n) {
+        return; // the grid's last line of workgroups runs past the rows
+    }
     let base = row * p.c;
     let cs = f32(p.c);
     var s = 0.0;
@@ -52,6 +55,9 @@ fn forward(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: v
 fn backward_rows(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
                  @builtin(local_invocation_index) li: u32) {
     let row = row_index(wg, nwg);
+    if (row >= p.n) {
+        return; // the grid's last line of workgroups runs past the rows
+    }
     let base = row * p.c;
     let cs = f32(p.c);
     var a = 0.0;

@@ -1,6 +1,7 @@
 // Batched strided GEMM: C = alpha * A B + beta * C, C being M x N and K the inner dimension.
 // Element (i, j) of a matrix is at off + zo * bo + zi * bi + i * rs + j * cs, where the batch index
-// z = workgroup_id.z splits into (zo, zi) = (z / inner, z % inner): attention's (batch, head).
+// z splits into (zo, zi) = (z / inner, z % inner): attention's (batch, head). z is workgroup_id.z,
+// plus nwg.z for every line of row tiles in y when the batches outnumber a dimension's 65535.
 // Strides make transposes free, as in the CPU engine's matmul views.
 //
 // Tiling: a 16 x 16 workgroup computes a 64 x 64 tile of C, each invocation a 4 x 4 block,
@@ -12,6 +13,7 @@ struct Params {
     b_off: u32, b_rs: u32, b_cs: u32, b_bo: u32, b_bi: u32,
     c_off: u32, c_rs: u32, c_cs: u32, c_bo: u32, c_bi: u32,
     alpha: f32, beta: f32,
+    batches: u32,
 }
 
 @group(0) @binding(0) var<storage, read> a: array<f32>;
@@ -27,14 +29,19 @@ var<workgroup> as_: array<f32, 1024>;
 var<workgroup> bs: array<f32, 1024>;
 
 @compute @workgroup_size(16, 16, 1)
-fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>,
-        @builtin(local_invocation_index) li: u32) {
-    let zo = wg.z / p.inner;
-    let zi = wg.z % p.inner;
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_id) lid: vec3<u32>, @builtin(local_invocation_index) li: u32) {
+    let row_tiles = (p.m + TILE - 1u) / TILE;
+    let z = (wg.y / row_tiles) * nwg.z + wg.z;
+    if (z >= p.batches) {
+        return; // the last line of batches runs past their number
+    }
+    let zo = z / p.inner;
+    let zi = z % p.inner;
     let a0 = p.a_off + zo * p.a_bo + zi * p.a_bi;
     let b0 = p.b_off + zo * p.b_bo + zi * p.b_bi;
     let c0 = p.c_off + zo * p.c_bo + zi * p.c_bi;
-    let row0 = wg.y * TILE;
+    let row0 = (wg.y % row_tiles) * TILE;
     let col0 = wg.x * TILE;
 
     var acc: array<f32, 16>;

@@ -5,6 +5,7 @@
 struct Params {
     t: u32,
     causal: u32,
+    rows: u32,
 }
 
 @group(0) @binding(0) var<storage, read> prob: array<f32>;       // backward only: P
@@ -15,6 +16,9 @@ struct Params {
 fn forward(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
            @builtin(local_invocation_index) li: u32) {
     let row = row_index(wg, nwg);
+    if (row >= p.rows) {
+        return; // the grid's last line of workgroups runs past the rows
+    }
     let base = row * p.t;
     let visible = select(p.t, row % p.t + 1u, p.causal != 0u);
     var m = -3.402823e38;
@@ -37,7 +41,11 @@ fn forward(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: v
 @compute @workgroup_size(256)
 fn backward(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
             @builtin(local_invocation_index) li: u32) {
-    let base = row_index(wg, nwg) * p.t;
+    let row = row_index(wg, nwg);
+    if (row >= p.rows) {
+        return;
+    }
+    let base = row * p.t;
     var dot = 0.0;
     for (var j = li; j < p.t; j += 256u) {
         dot += prob[base + j] * s[base + j];
