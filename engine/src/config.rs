@@ -348,8 +348,13 @@ pub enum Method {
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SecondOrderConfig {
-    /// lambda: Tikhonov damping (K-FAC splits it as sqrt(lambda) on each factor).
+    /// lambda: Tikhonov damping (K-FAC splits it between the factors, see `pi_damping`).
     pub damping: f32,
+    /// K-FAC: damp `A + pi sqrt(lambda) I` and `G + sqrt(lambda)/pi I` with
+    /// `pi = sqrt((tr A / dim A) / (tr G / dim G))` (Martens and Grosse 2015, sec. 6.3), so the
+    /// damping is the same share of each factor's scale; off: sqrt(lambda) on both.
+    #[serde(default = "on")]
+    pub pi_damping: bool,
     /// Running-average decay of the factors A and G.
     pub decay: f32,
     /// Steps between factor updates.
@@ -370,12 +375,17 @@ pub struct SecondOrderConfig {
     pub adam_lr: f32,
 }
 
+fn on() -> bool {
+    true
+}
+
 impl SecondOrderConfig {
     /// Published defaults (SCIENCE.md §6: 10 CG iterations, tolerance 1e-2, factor decay 0.95),
     /// except damping 1e-2 instead of 1e-3: the lab's sweep (README, bench/sweep.sh) chose it.
     pub fn new(method: Method) -> Self {
         SecondOrderConfig {
             damping: 1e-2,
+            pi_damping: true,
             decay: 0.95,
             update_interval: 1,
             inverse_interval: if method == Method::Kfac { 10 } else { 1 },

@@ -207,3 +207,15 @@ fn a_run_over_the_memory_limit_is_refused_with_the_estimate() {
     let (ok, _, stderr) = lab(&args);
     assert!(!ok && stderr.contains("over the memory limit of 1.0 MiB"), "{stderr}");
 }
+
+#[test]
+fn kfac_damping_split_is_a_flag() {
+    let pi = |extra: &[&str]| {
+        let (ok, printed, stderr) = lab(&[&["train", "--optimizer", "kfac", "--print-config"], extra].concat());
+        assert!(ok, "{stderr}");
+        let exp: serde_json::Value = serde_json::from_str(&printed).expect("an experiment");
+        exp["train"]["optimizer"]["pi_damping"].as_bool()
+    };
+    assert_eq!(pi(&[]), Some(true), "the pi correction is K-FAC's default");
+    assert_eq!(pi(&["--no-pi-damping"]), Some(false));
+}

@@ -2,6 +2,7 @@
 //! real training.
 
 use engine::config::{DataSpec, ModelConfig, OptimizerConfig, Schedule, TrainConfig};
+use engine::data::{Dataset, Split};
 use engine::model::{Cache, Grads};
 use engine::nn::matmul::{gemm, MatMut, MatRef};
 use engine::optim::cg::{self, CgWork};
@@ -20,10 +21,11 @@ fn random(r: &mut R, len: usize) -> Vec<f64> {
     (0..len).map(|_| r.random_range(-1.0..1.0)).collect()
 }
 
-/// A random layer: batch inputs a~ (N, d) with a ones column, per-token gradients g (N, o), and
-/// their factors A = a~^T a~ / N, G = g^T g / N.
+/// A random layer: batch inputs a~ (N, d) with a ones column, per-token gradients g (N, o) of a
+/// loss with M terms, and their factors A = a~^T a~ / N, G = g^T g / M (`optim::curvature`).
 struct Layer {
     n: usize,
+    m: usize,
     o: usize,
     d: usize,
     a: Vec<f64>,
@@ -32,7 +34,7 @@ struct Layer {
     fg: Vec<f64>,
 }
 
-fn layer(seed: u64, n: usize, o: usize, d: usize) -> Layer {
+fn layer(seed: u64, n: usize, m: usize, o: usize, d: usize) -> Layer {
     let mut r = R::seed_from_u64(seed);
     let mut a = random(&mut r, n * d);
     for i in 0..n {
@@ -40,10 +42,9 @@ fn layer(seed: u64, n: usize, o: usize, d: usize) -> Layer {
     }
     let g = random(&mut r, n * o);
     let (mut fa, mut fg) = (vec![0.0; d * d], vec![0.0; o * o]);
-    let inv = 1.0 / n as f64;
-    gemm(inv, MatRef::new(&a, n, d).t(), MatRef::new(&a, n, d), 0.0, MatMut::new(&mut fa, d, d));
-    gemm(inv, MatRef::new(&g, n, o).t(), MatRef::new(&g, n, o), 0.0, MatMut::new(&mut fg, o, o));
-    Layer { n, o, d, a, g, fa, fg }
+    gemm(1.0 / n as f64, MatRef::new(&a, n, d).t(), MatRef::new(&a, n, d), 0.0, MatMut::new(&mut fa, d, d));
+    gemm(1.0 / m as f64, MatRef::new(&g, n, o).t(), MatRef::new(&g, n, o), 0.0, MatMut::new(&mut fg, o, o));
+    Layer { n, m, o, d, a, g, fa, fg }
 }
 
 impl Layer {
@@ -52,6 +53,7 @@ impl Layer {
             dout: self.o,
             din1: self.d,
             n: self.n,
+            m: self.m,
             a_factor: &self.fa,
             g_factor: &self.fg,
             a_batch: &self.a,
@@ -66,13 +68,13 @@ impl Layer {
             v + if r == c { lambda } else { 0.0 }
         })
     }
-    /// The empirical Fisher (1/N) sum_n vec(g_n a_n^T) vec(g_n a_n^T)^T + lambda I.
+    /// The empirical Fisher (1/M) sum_n vec(g_n a_n^T) vec(g_n a_n^T)^T + lambda I.
     fn fisher(&self, lambda: f64) -> DMatrix<f64> {
         let (o, d) = (self.o, self.d);
         let mut f = DMatrix::<f64>::identity(o * d, o * d) * lambda;
         for s in 0..self.n {
             let v = DVector::from_fn(o * d, |k, _| self.g[s * o + k / d] * self.a[s * d + k % d]);
-            f += &v * v.transpose() / self.n as f64;
+            f += &v * v.transpose() / self.m as f64;
         }
         f
     }
@@ -85,7 +87,8 @@ fn rel_err(a: &[f64], b: &[f64]) -> f64 {
 
 #[test]
 fn the_three_products_agree_with_explicit_kronecker_and_fisher_matrices() {
-    let l = layer(1, 9, 4, 5);
+    // 9 positions, 6 scored tokens (as on the algorithmic tasks).
+    let l = layer(1, 9, 6, 4, 5);
     let mut r = R::seed_from_u64(2);
     let x = random(&mut r, l.o * l.d);
     let mut scratch = Scratch::new(l.n, l.o, l.d);
@@ -103,7 +106,7 @@ fn the_three_products_agree_with_explicit_kronecker_and_fisher_matrices() {
 #[test]
 fn cg_matches_a_direct_dense_solve() {
     for (seed, (n, o, d)) in [(3, (40, 6, 7)), (4, (25, 3, 9)), (5, (60, 8, 4))] {
-        let l = layer(seed, n, o, d);
+        let l = layer(seed, n, n, o, d);
         let lambda = 1e-2;
         let mut r = R::seed_from_u64(seed + 100);
         let b = random(&mut r, o * d);
@@ -127,7 +130,7 @@ fn cg_matches_a_direct_dense_solve() {
 
 #[test]
 fn negative_damping_makes_cg_diverge_and_report_it() {
-    let l = layer(6, 4, 3, 5); // rank-deficient factors: -lambda makes the operator indefinite
+    let l = layer(6, 4, 4, 3, 5); // rank-deficient factors: -lambda makes the operator indefinite
     let mut r = R::seed_from_u64(7);
     let b = random(&mut r, 15);
     let mut x = vec![0.0; 15];
@@ -163,7 +166,7 @@ fn one_natural_gradient_step_solves_linear_least_squares() {
     let mut fa = vec![0.0; d * d];
     gemm(1.0 / n as f64, MatRef::new(&a, n, d).t(), MatRef::new(&a, n, d), 0.0, MatMut::new(&mut fa, d, d));
     let eye: Vec<f64> = (0..o * o).map(|k| if k % (o + 1) == 0 { 1.0 } else { 0.0 }).collect();
-    let ops = Operands { dout: o, din1: d, n, a_factor: &fa, g_factor: &eye, a_batch: &a, g_batch: &[] };
+    let ops = Operands { dout: o, din1: d, n, m: n, a_factor: &fa, g_factor: &eye, a_batch: &a, g_batch: &[] };
     let mut x = vec![0.0; o * d];
     let mut scratch = Scratch::new(n, o, d);
     cg::solve(
@@ -191,6 +194,107 @@ fn one_natural_gradient_step_solves_linear_least_squares() {
     assert!(rel_err(&wk, &w_opt) < 1e-3, "{}", rel_err(&wk, &w_opt));
 }
 
+/// K-FAC's step with the pi-corrected damping solves the dense damped Kronecker system
+/// `((G + gamma/pi I) ⊗ (A + pi gamma I)) vec(X) = vec(grad)` (gamma = sqrt(lambda)), here solved
+/// directly in f64 by LU; the factors' scales differ by 10^4, so pi is far from 1.
+#[test]
+fn kfac_with_pi_damping_solves_the_dense_damped_kronecker_system() {
+    let (o, d, lambda) = (4, 6, 1e-2f64);
+    let mut r = R::seed_from_u64(11);
+    let spd = |r: &mut R, dim: usize, scale: f64| -> Vec<f64> {
+        let b = random(r, dim * dim);
+        let mut m = vec![0.0; dim * dim];
+        gemm(
+            scale / dim as f64,
+            MatRef::new(&b, dim, dim),
+            MatRef::new(&b, dim, dim).t(),
+            0.0,
+            MatMut::new(&mut m, dim, dim),
+        );
+        m
+    };
+    let (a, g, grad) = (spd(&mut r, d, 10.0), spd(&mut r, o, 1e-3), random(&mut r, o * d));
+    let f32s = |v: &[f64]| v.iter().map(|&x| x as f32).collect::<Vec<f32>>();
+    let (a32, g32) = (f32s(&a), f32s(&g));
+    let trace = |m: &[f64], dim: usize| (0..dim).map(|i| m[i * dim + i]).sum::<f64>() / dim as f64;
+    let pi_want = (trace(&a, d) / trace(&g, o)).sqrt();
+    let pi = kfac::pi(&a32, d, &g32, o);
+    assert!((pi - pi_want).abs() < 1e-5 * pi_want, "pi {pi} vs {pi_want}");
+    let gamma = lambda.sqrt();
+    let a_inv = kfac::damped_inverse(&a32, d, gamma * pi).unwrap();
+    let g_inv = kfac::damped_inverse(&g32, o, gamma / pi).unwrap();
+    let (mut x, mut tmp) = (vec![0.0f32; o * d], vec![0.0f32; o * d]);
+    kfac::precondition(&mut x, &mut tmp, &f32s(&grad), &g_inv, &a_inv, o, d);
+    let damped = |m: &[f64], dim: usize, shift: f64| {
+        DMatrix::from_fn(dim, dim, |i, j| m[i * dim + j] + if i == j { shift } else { 0.0 })
+    };
+    let (ad, gd) = (damped(&a, d, gamma * pi_want), damped(&g, o, gamma / pi_want));
+    // Row-major vec(X) (index i*d + j): (G ⊗ A) vec(X) = vec(G X A) for symmetric A.
+    let k = DMatrix::from_fn(o * d, o * d, |row, col| gd[(row / d, col / d)] * ad[(row % d, col % d)]);
+    let want = k.lu().solve(&DVector::from_vec(grad.clone())).unwrap();
+    let got: Vec<f64> = x.iter().map(|&v| v as f64).collect();
+    let err = rel_err(&got, want.as_slice());
+    eprintln!("K-FAC with pi = {pi:.3}: relative error against the dense solve {err:e}");
+    assert!(err < 1e-4, "{err}");
+    // Without the correction the step is a different one: pi matters here.
+    let plain = kfac::damped_inverse(&a32, d, gamma).unwrap();
+    kfac::precondition(&mut x, &mut tmp, &f32s(&grad), &kfac::damped_inverse(&g32, o, gamma).unwrap(), &plain, o, d);
+    let off: Vec<f64> = x.iter().map(|&v| v as f64).collect();
+    assert!(rel_err(&off, want.as_slice()) > 0.1);
+}
+
+/// K-FAC's scale on a masked task (copy: only the answers are scored, M < N = B*T), against the
+/// head's empirical Fisher computed here in f64 from the model's own probabilities on the same
+/// batch: G must be (1/M) sum over the scored tokens of (p - y)(p - y)^T, and the trace of A ⊗ G
+/// must match the Fisher's, tr F = (1/M) sum |p - y|^2 |a~|^2, to within the spread of |a~|^2 over
+/// the tokens (at initialisation every LayerNorm output has nearly the same norm). Scaled by N
+/// instead of M, both would be N/M = 2.1 times too large.
+#[test]
+fn kfac_factors_are_scaled_by_the_scored_tokens() {
+    let mut cfg = small_grammar(OptimizerConfig::named("kfac").unwrap());
+    cfg.data = DataSpec::Copy;
+    let mut t = Trainer::new(cfg.clone()).unwrap();
+    t.step().unwrap();
+    let state: std::collections::HashMap<String, Vec<f32>> = t.snapshot().optimizer.into_iter().collect();
+    let (fa, fg) = (&state["so.head.A"], &state["so.head.G"]);
+    // The first training batch through the same initial model.
+    let mcfg = t.model().cfg.clone();
+    let (n, c, v) = (cfg.batch * mcfg.context, mcfg.d_model, mcfg.vocab);
+    let data = Dataset::new(&cfg.data, mcfg.context, cfg.seed).unwrap();
+    let (mut tokens, mut targets) = (vec![0; n], vec![0; n]);
+    data.batch(Split::Train, 0, &mut tokens, &mut targets);
+    let model = Model::<f32>::new(mcfg.clone()).unwrap();
+    let mut cache = Cache::new(&mcfg, cfg.batch);
+    model.forward(&mut cache, &tokens, &targets).unwrap();
+    let scored: Vec<usize> = (0..n).filter(|&i| targets[i] != engine::nn::loss::IGNORE).collect();
+    let m = scored.len();
+    assert!(m < n, "copy scores only the answers");
+    let delta = |i: usize| -> Vec<f64> {
+        let mut d: Vec<f64> = cache.probs[i * v..(i + 1) * v].iter().map(|&p| p as f64).collect();
+        d[targets[i] as usize] -= 1.0;
+        d
+    };
+    let mut g_want = vec![0.0f64; v * v];
+    let mut fisher_trace = 0.0f64;
+    for &i in &scored {
+        let d = delta(i);
+        for (k, slot) in g_want.iter_mut().enumerate() {
+            *slot += d[k / v] * d[k % v] / m as f64;
+        }
+        let a2: f64 = cache.lnf_out[i * c..(i + 1) * c].iter().map(|&x| (x as f64).powi(2)).sum::<f64>() + 1.0;
+        fisher_trace += d.iter().map(|x| x * x).sum::<f64>() * a2 / m as f64;
+    }
+    let g_got: Vec<f64> = fg.iter().map(|&x| x as f64).collect();
+    let g_err = rel_err(&g_got, &g_want);
+    let trace = |f: &[f32], dim: usize| (0..dim).map(|i| f[i * dim + i] as f64).sum::<f64>();
+    let ratio = trace(fa, c + 1) * trace(fg, v) / fisher_trace;
+    eprintln!("copy, {m} of {n} tokens scored: head G relative error {g_err:e}; tr(A) tr(G) / tr(F) = {ratio:.4}");
+    assert!(g_err < 1e-5, "G is not the scored tokens' average: {g_err}");
+    assert!((ratio - 1.0).abs() < 0.02, "tr(A ⊗ G) / tr(F) = {ratio}");
+}
+
+/// A healthy second-order run takes its own steps: no layer falls back to the plain gradient.
+/// K-FAC and every CG-FAC product lower the grammar loss by more than SGD does in as many steps.
 fn small_grammar(optimizer: OptimizerConfig) -> TrainConfig {
     TrainConfig {
         model: ModelConfig { d_model: 32, heads: 2, d_ff: 64, context: 32, ..ModelConfig::default() },
@@ -205,21 +309,27 @@ fn small_grammar(optimizer: OptimizerConfig) -> TrainConfig {
 }
 
 #[test]
-fn kfac_and_every_cg_fac_product_lower_the_grammar_loss() {
-    let mut configs = vec![OptimizerConfig::named("kfac").unwrap()];
-    for product in [Product::Factors, Product::MatrixFree, Product::ExactFisher] {
-        configs.push(OptimizerConfig::CgFac(SecondOrderConfig { product, ..SecondOrderConfig::new(Method::CgFac) }));
-    }
-    for opt in configs {
+fn kfac_and_every_cg_fac_product_lower_the_grammar_loss_more_than_sgd() {
+    let train = |opt: &OptimizerConfig| {
         let mut t = Trainer::new(small_grammar(opt.clone())).unwrap();
         let before = t.evaluate().unwrap();
         for _ in 0..60 {
             t.step().unwrap();
         }
-        let after = t.evaluate().unwrap();
-        assert!(after < before - 0.5, "{opt:?}: {before} -> {after}");
+        (t.evaluate().unwrap(), before, t)
+    };
+    let (sgd, start, _) = train(&OptimizerConfig::sgd());
+    let mut configs = vec![OptimizerConfig::named("kfac").unwrap()];
+    for product in [Product::Factors, Product::MatrixFree, Product::ExactFisher] {
+        configs.push(OptimizerConfig::CgFac(SecondOrderConfig { product, ..SecondOrderConfig::new(Method::CgFac) }));
+    }
+    for opt in configs {
+        let (after, before, t) = train(&opt);
         let d = t.diagnostics().unwrap();
+        eprintln!("{opt:?}: {before:.4} -> {after:.4} (SGD {start:.4} -> {sgd:.4}), fallbacks {}", d.fallbacks_total);
         assert_eq!(d.layers.len(), 2 * 6 + 1);
+        assert_eq!(d.fallbacks_total, 0, "{opt:?}: a healthy run falls back nowhere");
+        assert!(after < sgd, "{opt:?}: {after} after 60 steps, SGD {sgd}");
     }
 }
 

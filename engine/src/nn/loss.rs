@@ -5,6 +5,11 @@ use crate::scalar::Scalar;
 /// Target value that takes no part in the loss (prompts of algorithmic tasks, padding).
 pub const IGNORE: u32 = u32::MAX;
 
+/// Targets that count in the mean loss (all but `IGNORE`).
+pub fn scored(targets: &[u32]) -> usize {
+    targets.iter().filter(|&&t| t != IGNORE).count()
+}
+
 /// Turns `logits` (N, V) into probabilities in place; returns (mean loss, number of counted targets).
 pub fn forward<S: Scalar>(logits: &mut [S], targets: &[u32], v: usize) -> (S, usize) {
     let mut total = S::zero();

@@ -1,5 +1,14 @@
 //! The linear layers K-FAC and CG-FAC precondition, and what each one needs from a step: its input
-//! `a~ = [a, 1]` (bias folded in) and its per-token output gradient `g`, tokens as samples.
+//! `a~ = [a, 1]` (bias folded in) and its per-token output gradient `g`.
+//!
+//! Which tokens are the samples: the loss is the mean over the M scored tokens (M = N = B*T on
+//! text; fewer on copy, reverse, sort and modadd, whose prompts are not scored). Every one of the N
+//! positions enters A = (1/N) sum a~ a~^T, since every position's input reaches the layer, and
+//! the N output gradients enter G, but G = (1/M) sum g g^T is normalised by the number of loss
+//! terms, with g = M dy the gradient of the summed loss: on the head, G is then exactly the
+//! empirical Fisher's (1/M) sum over scored tokens of (p - y)(p - y)^T, and a fixed damping means
+//! the same on every data set. (Unscored positions still get gradient in the layers below the head,
+//! through attention; their g enters G there.)
 
 use crate::model::architecture::{linears, LinearId, LinearSpec};
 use crate::model::{Cache, Grads, Model};
@@ -43,9 +52,10 @@ pub fn fold_bias(a1: &mut [f32], a: &[f32], din: usize) {
     }
 }
 
-/// Per-token output gradients: the mean loss's gradient times N, so `grad_W = (1/N) g^T a~`.
-pub fn per_token(g: &mut [f32], dy: &[f32], n: usize) {
-    let s = n as f32;
+/// Per-token output gradients of the summed loss: the mean loss's gradient times the M scored
+/// tokens, so `grad_W = (1/M) g^T a~`.
+pub fn per_token(g: &mut [f32], dy: &[f32], scored: usize) {
+    let s = scored as f32;
     g.iter_mut().zip(dy).for_each(|(o, &d)| *o = d * s);
 }
 

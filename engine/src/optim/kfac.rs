@@ -1,5 +1,6 @@
-//! K-FAC's preconditioner for one layer: `X = (G + sqrt(l) I)^-1 grad (A + sqrt(l) I)^-1` with the
-//! inverses of the small factors from a Cholesky factorisation (nalgebra), refreshed every k steps.
+//! K-FAC's preconditioner for one layer: `X = (G + sqrt(l)/pi I)^-1 grad (A + pi sqrt(l) I)^-1`
+//! with the inverses of the small factors from a Cholesky factorisation (nalgebra), refreshed
+//! every k steps; `pi` balances the damping between the factors (1 without the correction).
 
 use nalgebra::DMatrix;
 
@@ -20,6 +21,18 @@ pub fn damped_inverse(m: &[f32], dim: usize, shift: f64) -> Result<Vec<f32>> {
         })?
         .inverse();
     Ok((0..dim * dim).map(|k| inv[(k / dim, k % dim)] as f32).collect())
+}
+
+/// Martens and Grosse's `pi = sqrt((tr A / dim A) / (tr G / dim G))` for factors A (da, da) and
+/// G (dg, dg); 1 when a trace is not positive (a factor not formed yet).
+pub fn pi(a: &[f32], da: usize, g: &[f32], dg: usize) -> f64 {
+    let mean_diag = |m: &[f32], d: usize| (0..d).map(|i| m[i * d + i] as f64).sum::<f64>() / d as f64;
+    let p = (mean_diag(a, da) / mean_diag(g, dg)).sqrt();
+    if p.is_finite() && p > 0.0 {
+        p
+    } else {
+        1.0
+    }
 }
 
 /// `out = g_inv grad a_inv` for grad (dout, din1); `tmp` is (dout, din1).

@@ -1,8 +1,10 @@
 //! The curvature products CG-FAC can use for one linear layer, all of the form `X -> F X + lambda X`
 //! on X (dout, din1), never forming a Kronecker product or a Fisher matrix (SCIENCE.md §6):
 //! - `Factors`: `G X A` from stored factors A (din1, din1) and G (dout, dout);
-//! - `MatrixFree`: `G X A = (1/N^2) g^T (g X) a~^T a~` from the current batch, no A or G formed;
-//! - `ExactFisher`: the empirical-Fisher block `(1/N) g^T diag(s) a~`, `s_n = g_n^T X a~_n`.
+//! - `MatrixFree`: `G X A = (1/(M N)) g^T (g X) a~^T a~` from the current batch, no A or G formed;
+//! - `ExactFisher`: the empirical-Fisher block `(1/M) g^T diag(s) a~`, `s_n = g_n^T X a~_n`.
+//!
+//! N positions, M scored tokens, g the per-token gradient of the summed loss (`curvature`).
 
 use crate::nn::matmul::{gemm, MatMut, MatRef};
 use crate::scalar::Scalar;
@@ -13,7 +15,9 @@ pub use crate::config::Product;
 pub struct Operands<'a, S> {
     pub dout: usize,
     pub din1: usize,
+    /// Positions N (the batch's rows) and scored tokens M.
     pub n: usize,
+    pub m: usize,
     /// (din1, din1) and (dout, dout); empty when unused.
     pub a_factor: &'a [S],
     pub g_factor: &'a [S],
@@ -61,7 +65,7 @@ pub fn apply<S: Scalar>(
         }
         Product::MatrixFree => {
             // Four thin products: (g X) -> g^T (g X) -> (.) a~^T -> (.) a~, each N * dout * din1.
-            let inv = S::one() / S::of((n * n) as f64);
+            let inv = S::one() / S::of((op.m * n) as f64);
             let gx = &mut scratch.nd[..n * d];
             let ga = MatRef::new(op.g_batch, n, o);
             gemm(S::one(), ga, xm, S::zero(), MatMut::new(gx, n, d));
@@ -73,10 +77,10 @@ pub fn apply<S: Scalar>(
             gemm(inv, MatRef::new(&*t, o, n), aa, S::zero(), MatMut::new(out, o, d));
         }
         Product::ExactFisher => {
-            // s_n = (g X)_n . a~_n, then (1/N) g^T diag(s) a~.
+            // s_n = (g X)_n . a~_n, then (1/M) g^T diag(s) a~.
             let gx = &mut scratch.nd[..n * d];
             gemm(S::one(), MatRef::new(op.g_batch, n, o), xm, S::zero(), MatMut::new(gx, n, d));
-            let inv = S::one() / S::of(n as f64);
+            let inv = S::one() / S::of(op.m as f64);
             for (i, s) in scratch.s[..n].iter_mut().enumerate() {
                 let row = &gx[i * d..(i + 1) * d];
                 *s = row.iter().zip(&op.a_batch[i * d..(i + 1) * d]).map(|(&p, &q)| p * q).sum::<S>() * inv;

@@ -147,7 +147,8 @@ impl SecondOrder {
     ) -> Result<()> {
         #[cfg(not(target_arch = "wasm32"))]
         let start = std::time::Instant::now();
-        let n = cache.b * cache.t;
+        // N positions, M scored tokens (the loss's terms; see `curvature`).
+        let (n, m) = (cache.b * cache.t, cache.count.max(1));
         self.ensure_buffers(n);
         let first = self.t == 0;
         let refresh_factors = self.t.is_multiple_of(self.cfg.update_interval as u64);
@@ -161,12 +162,12 @@ impl SecondOrder {
             let (din1, dout) = (site.din1(), site.dout);
             let (a1, g1, grad) = (&mut self.a1[..n * din1], &mut self.g1[..n * dout], &mut self.grad[..dout * din1]);
             curvature::fold_bias(a1, site.input(cache), site.din);
-            curvature::per_token(g1, site.out_grad(grads), n);
+            curvature::per_token(g1, site.out_grad(grads), m);
             curvature::combined_grad(grad, model, &grads.data, site);
             if uses_factors && refresh_factors {
                 let keep = if first { 0.0 } else { self.cfg.decay };
                 update_a_factor(&mut layer.a, &mut self.aa, site.input(cache), n, site.din, keep);
-                let new = (1.0 - keep) / n as f32;
+                let new = (1.0 - keep) / m as f32;
                 let g1m = MatRef::new(&*g1, n, dout);
                 gemm(new, g1m.t(), g1m, keep, MatMut::new(&mut layer.g, dout, dout));
             }
@@ -174,9 +175,10 @@ impl SecondOrder {
             match self.method {
                 Method::Kfac => {
                     if refresh_inverse {
-                        let shift = (lambda as f64).sqrt();
-                        layer.a_inv = kfac::damped_inverse(&layer.a, din1, shift)?;
-                        layer.g_inv = kfac::damped_inverse(&layer.g, dout, shift)?;
+                        let gamma = (lambda as f64).sqrt();
+                        let pi = if self.cfg.pi_damping { kfac::pi(&layer.a, din1, &layer.g, dout) } else { 1.0 };
+                        layer.a_inv = kfac::damped_inverse(&layer.a, din1, gamma * pi)?;
+                        layer.g_inv = kfac::damped_inverse(&layer.g, dout, gamma / pi)?;
                     }
                     let tmp = &mut self.scratch.od[..dout * din1];
                     kfac::precondition(&mut layer.x, tmp, grad, &layer.g_inv, &layer.a_inv, dout, din1);
@@ -186,7 +188,7 @@ impl SecondOrder {
                         layer.x.fill(0.0);
                     }
                     let ops =
-                        Operands { dout, din1, n, a_factor: &layer.a, g_factor: &layer.g, a_batch: a1, g_batch: g1 };
+                        Operands { dout, din1, n, m, a_factor: &layer.a, g_factor: &layer.g, a_batch: a1, g_batch: g1 };
                     let (product, scratch) = (self.cfg.product, &mut self.scratch);
                     outcome = cg::solve(
                         |v, out| kronecker::apply(product, out, v, &ops, lambda, scratch),

@@ -55,6 +55,10 @@ pub struct SecondOrderArgs {
     /// Damping lambda (> 0).
     #[arg(long, allow_negative_numbers = true)]
     pub damping: Option<f32>,
+    /// K-FAC: split the damping evenly (sqrt(lambda) on A and on G) instead of by the factors'
+    /// scales (the pi correction, the default).
+    #[arg(long)]
+    pub no_pi_damping: bool,
     /// CG-FAC: maximum CG iterations per layer and step.
     #[arg(long)]
     pub cg_iters: Option<usize>,
@@ -130,6 +134,7 @@ impl RunArgs {
             so.max_iters = a.cg_iters.unwrap_or(so.max_iters);
             so.tol = a.cg_tol.unwrap_or(so.tol);
             so.warm_start |= a.warm_start;
+            so.pi_damping &= !a.no_pi_damping;
             so.product = a.product.unwrap_or(so.product);
             so.decay = a.factor_decay.unwrap_or(so.decay);
             so.update_interval = a.update_interval.unwrap_or(so.update_interval);

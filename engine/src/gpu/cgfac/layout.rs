@@ -140,7 +140,9 @@ impl Layer {
 /// The matrix-free products' operands: per layer a~ (n, din1) and g (n, dout), and scratch for
 /// g X (n, din1) and (g^T g X) a~^T (dout, n).
 pub struct Batch {
+    /// Positions N and scored tokens M of a training batch.
     pub n: usize,
+    pub m: usize,
     pub a: Vec<Tensor>,
     pub g: Vec<Tensor>,
     pub(super) nd: Tensor,

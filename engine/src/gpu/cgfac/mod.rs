@@ -56,6 +56,8 @@ pub struct CgFac {
     t: u64,
     fallbacks_total: u64,
     tokens: usize,
+    /// Scored tokens per batch: the factors' and products' M (see `optim::curvature`).
+    pub scored: usize,
     /// Which linear layer each of the solver's layers is (`curvature::sites` order).
     sites: Vec<LinearId>,
     pub diag: Diagnostics,
@@ -71,6 +73,7 @@ impl CgFac {
         cfg: SecondOrderConfig,
         model: &Model<f32>,
         tokens: usize,
+        scored: usize,
         sum_sq: &Tensor,
     ) -> Result<Self> {
         let l = &model.layout;
@@ -80,7 +83,7 @@ impl CgFac {
             .map(|s| (s.name.clone(), s.din, s.dout, l.tensors[s.w].offset, l.tensors[s.b].offset))
             .collect();
         let total = l.total;
-        let solver = Solver::new(ctx, &shapes, sum_sq, cfg.product, tokens)?;
+        let solver = Solver::new(ctx, &shapes, sum_sq, cfg.product, tokens, scored)?;
         Ok(CgFac {
             solver,
             diag: Diagnostics { damping: cfg.damping, ..Diagnostics::default() },
@@ -97,6 +100,7 @@ impl CgFac {
             t: 0,
             fallbacks_total: 0,
             tokens,
+            scored,
             sites: sites.iter().map(|s| s.id).collect(),
         })
     }
@@ -105,7 +109,7 @@ impl CgFac {
     /// (`Factors`, as on the CPU only then) or its batch (the others).
     pub fn track(&mut self, ctx: &GpuContext, mm: &Matmul, at: usize, id: LinearId, inp: &Tensor, dy: &Tensor) {
         let site = self.sites.iter().position(|&s| s == id).expect("every linear layer is a curvature site");
-        let (s, l, n) = (&self.solver, &self.solver.layers[site], self.tokens);
+        let (s, l, n) = (&self.solver, &self.solver.layers[site], (self.tokens, self.scored));
         if s.batch.is_some() {
             self.batch_ops.push((at, s.batch_ops(ctx, l, inp, dy)));
             return;

@@ -27,13 +27,14 @@ pub struct Solver {
 
 impl Solver {
     /// `shapes`: (name, din, dout, W offset, bias offset) per layer; `tokens`: the batch's N (the
-    /// matrix-free products store that many rows per layer).
+    /// matrix-free products store that many rows per layer), `scored`: its M scored tokens.
     pub fn new(
         ctx: &GpuContext,
         shapes: &[(String, usize, usize, usize, usize)],
         norm: &Tensor,
         product: Product,
         tokens: usize,
+        scored: usize,
     ) -> Result<Self> {
         use Access::*;
         let src = super::super::with_reductions(&(wgsl_constants() + include_str!("../kernels/cgfac.wgsl")));
@@ -77,6 +78,7 @@ impl Solver {
             let max_o = layers.iter().map(|l| l.dout).max().unwrap_or(1);
             Some(Batch {
                 n,
+                m: scored,
                 a: layers
                     .iter()
                     .map(|l| ctx.tensor(&format!("cg_a_{}", l.name), n * l.din1()))
@@ -187,7 +189,7 @@ impl Solver {
             ));
             return ops;
         };
-        let (n, i) = (b.n, l.index);
+        let (n, m, i) = (b.n, b.m, l.index);
         let (a, g) = ((&b.a[i], View::rows(0, d)), (&b.g[i], View::rows(0, o)));
         let gt = (&b.g[i], View::rows(0, o).t());
         let nd = (&b.nd, View::rows(0, d));
@@ -195,16 +197,16 @@ impl Solver {
         ops.push(mm.op(ctx, Dims::new(n, d, o), 1.0, g, x, 0.0, nd));
         match self.product {
             Product::MatrixFree => {
-                // g^T P (dout, din1), then (.) a~^T (dout, n), then (1/n^2) (.) a~ onto lambda X.
+                // g^T P (dout, din1), then (.) a~^T (dout, n), then (1/(m n)) (.) a~ onto lambda X.
                 let od = (&self.scratch, View::rows(0, d));
                 let on = (&b.on, View::rows(0, n));
                 ops.push(mm.op(ctx, Dims::new(o, d, n), 1.0, gt, nd, 0.0, od));
                 ops.push(mm.op(ctx, Dims::new(o, n, d), 1.0, od, (&b.a[i], View::rows(0, d).t()), 0.0, on));
-                ops.push(mm.op(ctx, Dims::new(o, d, n), 1.0 / (n * n) as f32, on, a, lambda, out));
+                ops.push(mm.op(ctx, Dims::new(o, d, n), 1.0 / (m * n) as f32, on, a, lambda, out));
             }
             Product::ExactFisher => {
-                // s_n = <P_n, a~_n> / n and P_n = s_n a~_n in place, then g^T P onto lambda X.
-                let w = Words { rows: n, cols: d, f: [1.0 / n as f32, 0.0, 0.0, 0.0], ..Words::default() };
+                // s_n = <P_n, a~_n> / m and P_n = s_n a~_n in place, then g^T P onto lambda X.
+                let w = Words { rows: n, cols: d, f: [1.0 / m as f32, 0.0, 0.0, 0.0], ..Words::default() };
                 ops.push(self.op(ctx, Entry::FisherRows, &b.nd, &b.a[i], w, [n.clamp(1, ROW_GROUPS) as u32, 1, 1]));
                 ops.push(mm.op(ctx, Dims::new(o, d, n), 1.0, gt, nd, lambda, out));
             }
@@ -214,13 +216,13 @@ impl Solver {
     }
 
     /// Stores layer `l`'s batch for the matrix-free products from its input rows `inp` (n, din)
-    /// and the mean loss's gradient at its output `dy` (n, dout): a~ = [a, 1] and g = n dy, as
-    /// `curvature::fold_bias` and `curvature::per_token`. Empty for `Factors`.
+    /// and the mean loss's gradient at its output `dy` (n, dout): a~ = [a, 1] and g = m dy (m scored
+    /// tokens), as `curvature::fold_bias` and `curvature::per_token`. Empty for `Factors`.
     pub fn batch_ops(&self, ctx: &GpuContext, l: &Layer, inp: &Tensor, dy: &Tensor) -> Vec<Op> {
         let Some(b) = &self.batch else { return Vec::new() };
         let (n, i) = (b.n, l.index);
         let fold = Words { n: n * l.din1(), cols: l.din1(), ..Words::default() };
-        let scale = Words { n: n * l.dout, f: [n as f32, 0.0, 0.0, 0.0], ..Words::default() };
+        let scale = Words { n: n * l.dout, f: [b.m as f32, 0.0, 0.0, 0.0], ..Words::default() };
         vec![
             self.op(ctx, Entry::Fold, &b.a[i], inp, fold, grid_1d(fold.n)),
             self.op(ctx, Entry::ScaleCopy, &b.g[i], dy, scale, grid_1d(scale.n)),
@@ -229,8 +231,8 @@ impl Solver {
 
     /// The factor updates of layer `l` from its input rows `inp` (n, din) and the mean loss's
     /// gradient at its output `dy` (n, dout), blending with weight `keep` as `second_order`:
-    /// `A <- keep A + (1 - keep) a~^T a~ / n`, `G <- keep G + (1 - keep) n dy^T dy` (= g^T g / n with
-    /// the per-token g = n dy).
+    /// `A <- keep A + (1 - keep) a~^T a~ / n`, `G <- keep G + (1 - keep) m dy^T dy` (= g^T g / m with
+    /// the per-token g = m dy, m scored tokens).
     #[allow(clippy::too_many_arguments)]
     pub fn factor_ops(
         &self,
@@ -239,7 +241,7 @@ impl Solver {
         l: &Layer,
         inp: &Tensor,
         dy: &Tensor,
-        n: usize,
+        (n, m): (usize, usize),
         keep: f32,
     ) -> Vec<Op> {
         let (din, dout, nf) = (l.din, l.dout, n as f32);
@@ -258,7 +260,7 @@ impl Solver {
             mm.op(
                 ctx,
                 Dims::new(dout, dout, n),
-                (1.0 - keep) * nf,
+                (1.0 - keep) * m as f32,
                 (dy, View::rows(0, dout).t()),
                 (dy, View::rows(0, dout)),
                 keep,

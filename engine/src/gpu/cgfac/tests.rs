@@ -6,6 +6,8 @@ use crate::optim::kronecker::{self, Operands, Product, Scratch};
 use crate::optim::second_order::{update_a_factor, Method};
 
 const TOKENS: usize = 37;
+/// Scored tokens of the batch: fewer than its positions, as on the algorithmic tasks.
+const SCORED: usize = 29;
 
 /// One layer inside the 64-wide matmul tile and one straddling it.
 fn solver(ctx: &GpuContext) -> Solver {
@@ -14,7 +16,7 @@ fn solver(ctx: &GpuContext) -> Solver {
 
 fn solver_for(ctx: &GpuContext, product: Product) -> Solver {
     let shapes = [("small".to_string(), 6, 5, 0, 0), ("wide".to_string(), 70, 67, 0, 0)];
-    Solver::new(ctx, &shapes, &ctx.tensor("norm", 1).unwrap(), product, TOKENS).unwrap()
+    Solver::new(ctx, &shapes, &ctx.tensor("norm", 1).unwrap(), product, TOKENS, SCORED).unwrap()
 }
 
 /// Replaces `len` values of `t` from `at`.
@@ -31,9 +33,10 @@ fn cpu_factors(l: &Layer, seed: u64, keep: f32, a: &mut [f32], g: &mut [f32]) ->
     let dy: Vec<f32> = random(TOKENS * l.dout, seed + 1).iter().map(|x| x / TOKENS as f32).collect();
     let mut aa = vec![0.0; l.din1() * l.din1()];
     update_a_factor(a, &mut aa, &inp, TOKENS, l.din, keep);
-    let g1: Vec<f32> = dy.iter().map(|x| x * TOKENS as f32).collect();
+    let mut g1 = vec![0.0; dy.len()];
+    curvature::per_token(&mut g1, &dy, SCORED);
     let m = MatRef::new(&g1, TOKENS, l.dout);
-    gemm((1.0 - keep) / TOKENS as f32, m.t(), m, keep, MatMut::new(g, l.dout, l.dout));
+    gemm((1.0 - keep) / SCORED as f32, m.t(), m, keep, MatMut::new(g, l.dout, l.dout));
     (inp, dy)
 }
 
@@ -64,7 +67,7 @@ fn factor_updates_match_cpu() {
         for (k, keep) in [0.0, 0.95, 0.95].into_iter().enumerate() {
             let (inp, dy) = cpu_factors(l, 10 * k as u64, keep, &mut a, &mut g);
             let (gi, gd) = (ctx.tensor_from("inp", &inp).unwrap(), ctx.tensor_from("dy", &dy).unwrap());
-            let ops = s.factor_ops(&ctx, &mm, l, &gi, &gd, TOKENS, keep);
+            let ops = s.factor_ops(&ctx, &mm, l, &gi, &gd, (TOKENS, SCORED), keep);
             ctx.run(&ops.iter().collect::<Vec<_>>());
             let f = read(&ctx, &s.factors);
             let ea = max_err(&f[l.a..l.a + a.len()], &a);
@@ -87,7 +90,8 @@ fn factors_product_matches_kronecker_apply() {
         let x = random(l.size(), 7 + i as u64);
         put(&ctx, &s.vecs, l.p, &x);
         ctx.run(&s.product(&ctx, &mm, l, l.p, l.ap, lambda).iter().collect::<Vec<_>>());
-        let ops = Operands { dout: l.dout, din1: l.din1(), n: 0, a_factor: a, g_factor: g, a_batch: &[], g_batch: &[] };
+        let ops =
+            Operands { dout: l.dout, din1: l.din1(), n: 0, m: 0, a_factor: a, g_factor: g, a_batch: &[], g_batch: &[] };
         let mut want = vec![0.0; l.size()];
         kronecker::apply(Product::Factors, &mut want, &x, &ops, lambda, &mut Scratch::new(0, l.dout, l.din1()));
         let err = max_err(&read(&ctx, &s.vecs)[l.ap..l.ap + l.size()], &want);
@@ -116,11 +120,12 @@ fn batch_product_error(product: Product) -> f32 {
         ctx.run(&ops.iter().collect::<Vec<_>>());
         let (mut a1, mut g1) = (vec![0.0; TOKENS * l.din1()], vec![0.0; TOKENS * l.dout]);
         curvature::fold_bias(&mut a1, &inp, l.din);
-        curvature::per_token(&mut g1, &dy, TOKENS);
+        curvature::per_token(&mut g1, &dy, SCORED);
         let ops = Operands {
             dout: l.dout,
             din1: l.din1(),
             n: TOKENS,
+            m: SCORED,
             a_factor: &[],
             g_factor: &[],
             a_batch: &a1,
@@ -201,7 +206,8 @@ fn solve_against_cpu(cfg: &SecondOrderConfig) -> (f32, f64, Vec<CgOutcome>) {
     let (got, sc) = (read(&ctx, &s.vecs), read(&ctx, &s.sc));
     let (mut ex, mut er, mut outcomes) = (0.0f32, 0.0f64, Vec::new());
     for ((l, (a, g)), grad) in s.layers.iter().zip(&factors).zip(&grads) {
-        let ops = Operands { dout: l.dout, din1: l.din1(), n: 0, a_factor: a, g_factor: g, a_batch: &[], g_batch: &[] };
+        let ops =
+            Operands { dout: l.dout, din1: l.din1(), n: 0, m: 0, a_factor: a, g_factor: g, a_batch: &[], g_batch: &[] };
         let mut scratch = Scratch::new(0, l.dout, l.din1());
         let mut x = vec![0.0; l.size()];
         let lambda = cfg.damping;

@@ -27,6 +27,7 @@ use crate::data::{Dataset, Split};
 use crate::error::Error;
 use crate::model::architecture::{Layer, LinearId, LinearSpec, Norm, Slot, BLOCK};
 use crate::model::{check_batch, Model};
+use crate::nn::loss;
 use crate::train::StepReport;
 
 /// The kernel families, each with its pipelines built once.
@@ -209,8 +210,13 @@ impl GpuTrainer {
         let eval_sum = z("eval_sum", 1)?;
         let decay = ctx.tensor_from("decay", &decay_mask(&model.layout, weight_decay))?;
         let (partials, sum_sq, step_vals) = (z("partials", REDUCE_GROUPS)?, z("sum_sq", 1)?, z("step", 3)?);
+        // CG-FAC's factors are normalised by the scored tokens, a constant of the recorded ops:
+        // counted on the first batch, and every later batch is checked to have as many.
+        let (mut tok, mut tgt) = (vec![0; n], vec![0; n]);
+        data.batch(Split::Train, 0, &mut tok, &mut tgt);
+        let scored = loss::scored(&tgt);
         let mut cg = match &cfg.optimizer {
-            OptimizerConfig::CgFac(c) => Some(CgFac::new(&ctx, c.clone(), &model, n, &sum_sq)?),
+            OptimizerConfig::CgFac(c) => Some(CgFac::new(&ctx, c.clone(), &model, n, scored, &sum_sq)?),
             _ => None,
         };
 
@@ -464,6 +470,17 @@ impl GpuTrainer {
         let step = self.step;
         self.data.batch(Split::Train, step as u64, &mut self.tokens, &mut self.targets);
         check_batch(self.tokens.len(), self.cfg.model.vocab, &self.tokens, &self.targets)?;
+        if let Update::CgFac(cg) = &self.update {
+            let scored = loss::scored(&self.targets);
+            if scored != cg.scored {
+                let msg = format!(
+                    "CG-FAC on the GPU needs the same number of scored tokens in every batch: batch {step} has \
+                     {scored}, the first had {}; use --backend cpu",
+                    cg.scored
+                );
+                return Err(Error::Data(msg).into());
+            }
+        }
         let lr = self.cfg.schedule.lr(self.cfg.lr, step, self.cfg.steps);
         self.ctx.write(&self.g_tokens, &self.tokens);
         self.ctx.write(&self.g_targets, &self.targets);
