@@ -18,6 +18,7 @@ pub enum Stream {
     Ito = 6,
     Joma = 7,
     Walkers = 8,
+    Particles = 9,
 }
 
 pub fn rng(seed: u64, stream: Stream, index: u64) -> Rng {

@@ -56,3 +56,44 @@ fn science_commands_reject_bad_input() {
         assert!(!ok && stderr.starts_with("error: "), "{args:?}: {stderr}");
     }
 }
+
+/// `lab particles`: started equiangular, every recorded mean inner product follows the closed-form
+/// ODE of SCIENCE.md §8 (integrated here, by RK4 in f64); a random start in a hemisphere ends in one
+/// cluster; bad starts are refused.
+#[test]
+fn particles_json_follows_the_equiangular_ode_and_clusters() {
+    let args = ["particles", "--tokens", "5", "--dim", "8", "--beta", "2", "--time", "3", "--dt", "0.01"];
+    let (ok, stdout, stderr) = lab(&[&args[..], &["--equiangular", "0.1", "--record", "0.5", "--json"]].concat());
+    assert!(ok, "{stderr}");
+    let rate = |r: f64| 2.0 * (2.0 * r).exp() * (1.0 - r) * (4.0 * r + 1.0) / (2f64.exp() + 4.0 * (2.0 * r).exp());
+    let rho_at = |t: f64| {
+        let (mut r, h) = (0.1, 1e-4);
+        for _ in 0..(t / h).round() as usize {
+            let k1 = rate(r);
+            let k2 = rate(r + h / 2.0 * k1);
+            let k3 = rate(r + h / 2.0 * k2);
+            r += h / 6.0 * (k1 + 2.0 * k2 + 2.0 * k3 + rate(r + h * k3));
+        }
+        r
+    };
+    let lines: Vec<serde_json::Value> =
+        stdout.lines().map(|l| serde_json::from_str(l).expect("JSON per line")).collect();
+    assert_eq!(lines.len(), 7, "t = 0, 0.5, ..., 3");
+    for v in &lines {
+        let (t, rho) = (v["t"].as_f64().unwrap(), v["mean_inner"].as_f64().unwrap());
+        assert!((rho - rho_at(t)).abs() < 1e-8, "t {t}: {rho} vs the ODE's {}", rho_at(t));
+    }
+    let (ok, stdout, stderr) =
+        lab(&["particles", "--tokens", "12", "--dim", "4", "--time", "25", "--dt", "0.05", "--hemisphere", "--json"]);
+    assert!(ok, "{stderr}");
+    let last: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    assert_eq!((last["clustered"].as_f64(), last["clusters"].as_u64()), (Some(1.0), Some(1)), "{last}");
+    for (bad, want) in [
+        (&["particles", "--tokens", "8", "--dim", "8", "--equiangular", "0.2"][..], "needs d > n"),
+        (&["particles", "--equiangular", "0.2", "--hemisphere"][..], "not both"),
+        (&["particles", "--dt", "0"][..], "dt > 0"),
+    ] {
+        let (ok, _, stderr) = lab(bad);
+        assert!(!ok && stderr.contains(want), "{bad:?}: {stderr}");
+    }
+}

@@ -1,4 +1,4 @@
-//! The science layer (SCIENCE.md §2-5, §7): what the lab measures on tokens and attention, and the
+//! The science layer (SCIENCE.md §2-5, §7-8): what the lab measures on tokens and attention, and the
 //! reference processes it compares them with. Everything is f64 and serde, and runs on wasm32.
 //!
 //! - `sphere`: tokens on the sphere of radius sqrt(d), LayerNorm's affine drift off it, a 3-D view.
@@ -6,6 +6,7 @@
 //! - `brownian`: Brownian motion on a sphere, simulated two ways, with its closed forms.
 //! - `fit`: an effective diffusion coefficient for token trajectories, and how well it explains them.
 //! - `ito`: Ito's lemma by Monte Carlo for |B|^2.
+//! - `particles`: tokens as interacting particles on the sphere (Geshkovski et al.), their clustering.
 //! - `joma`: JoMA's toy dynamics and the dip-and-rebound summary of entropy curves.
 //! - `probe`: a fixed probe batch recorded over training, in a bounded history.
 //! - `cache`: reading the model's forward cache as f64 matrices per head and layer.
@@ -18,6 +19,7 @@ pub mod fit;
 pub mod ito;
 pub mod joma;
 pub mod markov;
+pub mod particles;
 pub mod probe;
 pub mod sphere;
 pub mod stats;

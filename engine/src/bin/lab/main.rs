@@ -51,6 +51,8 @@ enum Command {
     Race(race::RaceArgs),
     /// Brownian walkers on a sphere against the closed forms for E[cos theta] and MSD.
     Brownian(science::BrownianArgs),
+    /// Tokens as interacting particles on the sphere (pure self-attention flow): clustering over time.
+    Particles(science::ParticlesArgs),
     /// Attention entropy over training per layer (JoMA), or with --toy JoMA's toy dynamics.
     Joma(science::JomaArgs),
     /// Train with probes: tokens on the sphere, attention as a Gaussian kernel, Brownian fits.
@@ -280,6 +282,7 @@ fn main() -> ExitCode {
         Command::Bench { json, iters, backend } => bench::run(json, iters, backend),
         Command::Race(a) => race::run(a),
         Command::Brownian(a) => science::run_brownian(a),
+        Command::Particles(a) => science::run_particles(a),
         Command::Joma(a) => science::run_joma(a),
         Command::Sphere(a) => science::run_sphere(a),
         Command::Report(a) => science::run_report(a),

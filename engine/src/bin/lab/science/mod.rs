@@ -1,14 +1,16 @@
-//! `lab brownian`, `lab sphere`, `lab joma` and `lab report`: the science layer on the command line,
+//! `lab brownian`, `lab particles`, `lab sphere`, `lab joma` and `lab report`: the science layer on the command line,
 //! from the reference processes alone to real training runs watched through a probe batch. One file
 //! per subcommand; here what they share: the probe batch, the probed training run, plotting helpers.
 
 mod brownian;
 mod joma;
+mod particles;
 mod report;
 mod sphere;
 
 pub use brownian::{run_brownian, BrownianArgs};
 pub use joma::{run_joma, JomaArgs};
+pub use particles::{run_particles, ParticlesArgs};
 pub use report::{run_report, ReportArgs};
 pub use sphere::{run_sphere, SphereArgs};
 
