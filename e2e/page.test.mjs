@@ -716,6 +716,10 @@ test('lose nothing, model files, non-finite loss, Brownian panel, PNG and theme'
   const br = await page.evaluate(() => Object.fromEntries(['brownian-d', 'brownian-r2', 'brownian-ks'].map((id) => [id, Number(document.getElementById(id).dataset.value)])));
   assert.ok(br['brownian-d'] > 0, `D is positive (${br['brownian-d']})`);
   assert.ok(br['brownian-ks'] >= 0 && br['brownian-ks'] <= 1, `KS in [0, 1] (${br['brownian-ks']})`);
+  // The second estimate of D, from the increments, with its interval around it.
+  const dMl = Number(await page.getAttribute('#brownian-d-ml', 'data-value'));
+  const [ciLo, ciHi] = (await page.getAttribute('#brownian-d-ci', 'data-value')).split(',').map(Number);
+  assert.ok(dMl > 0 && ciLo < dMl && dMl < ciHi, `D (ML) ${dMl} inside its interval [${ciLo}, ${ciHi}]`);
   assert.ok(Number.isFinite(br['brownian-r2']));
   assert.ok((await page.evaluate(() => Number(document.getElementById('brownian-chart').dataset.points))) >= 2);
   assert.ok((await inkOf(page, '#brownian-chart')) > 1000, 'the Brownian chart is drawn');
@@ -900,6 +904,8 @@ test('one config through lab and through the page worker gives the same numbers'
     assert.ok(b.diffusion > 0 && rel(p.diffusion, b.diffusion) < 0.02, `depth ${d} D: page ${p.diffusion}, lab ${b.diffusion}`);
     assert.ok(Math.abs(p.r_squared - b.r_squared) < 0.02, `depth ${d} R^2: page ${p.r_squared}, lab ${b.r_squared}`);
     assert.ok(Math.abs(p.ks - b.ks) <= 2 / 32 + 1e-9, `depth ${d} KS: page ${p.ks}, lab ${b.ks}`);
+    assert.ok(rel(p.diffusion_ml, b.diffusion_ml) < 0.02, `depth ${d} D (ML): page ${p.diffusion_ml}, lab ${b.diffusion_ml}`);
+    assert.equal(p.points, b.points, `depth ${d}: tokens pooled`);
   }
   for (const [l, e] of native.summary.entropy.entries()) {
     const p = summary.entropy[l];

@@ -323,24 +323,40 @@ pub fn BrownianPanel(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
     let d = value(|a| a.diffusion);
     let r2 = value(|a| a.r_squared);
     let ks = value(|a| a.ks);
+    let ks_critical = value(|a| a.ks_critical);
+    let d_ml = value(|a| a.diffusion_ml);
+    let ci = move || current.with(|a| a.as_ref().and_then(|a| a.as_ref().ok()).map(|a| a.diffusion_ci));
+    let points = move || current.with(|a| a.as_ref().and_then(|a| a.as_ref().ok()).map(|a| a.points));
     view! {
         <section id="panel-brownian" class="panel" aria-labelledby="brownian-title">
             <h2 id="brownian-title">"Brownian or not?"</h2>
             <Explain>
-                    "Treat the probe row's tokens at the sphere view's depth, snapshot after snapshot of training, as "
+                    "Treat the probe's tokens (every probe row, pooled) at the sphere view's depth, snapshot after snapshot of training, as "
                     "particles on the sphere of radius R in n = d_model dimensions. For Brownian motion with "
                     "diffusion coefficient D, the mean cosine to the start decays as E[cos θ] = exp(-(n-1) D t / R²), "
                     "and the mean squared displacement (chord) grows as MSD = 2R²(1 - E[cos θ]) towards 2R². "
                     "We fit D by least squares on ln E[cos θ] (R² says how straight that line is), then run Brownian "
                     "walkers from the same start points with the fitted D and compare the distributions of angles "
-                    "from the start at the last snapshot (KS distance: 0 identical, 1 disjoint). A good fit and a "
-                    "small KS mean the tokens move like a diffusion; a poor fit or a large KS mean drift or "
-                    "clustering. Turn on the ghosts in the sphere view to see the walkers beside the tokens."
+                    "from the start at the last snapshot (KS distance: 0 identical, 1 disjoint, beside its 5% "
+                    "critical value). A second estimate of D comes from every token's steps between snapshots "
+                    "(maximum likelihood, with a 95% interval): one diffusion gives the same D both ways. A good "
+                    "fit, a small KS and agreeing estimates mean the tokens move like a diffusion; otherwise they "
+                    "drift or cluster. Turn on the ghosts in the sphere view to see the walkers beside the tokens."
             </Explain>
             <p class="stats-line">
                 "D = " <span id="brownian-d" data-value=move || d().map(|v| v.to_string())>{move || d().map(|v| format!("{v:.3e}")).unwrap_or_else(|| "–".into())}</span>
                 " per step; R² = " <span id="brownian-r2" data-value=move || r2().map(|v| v.to_string())>{move || shown(r2(), 3)}</span>
                 "; KS = " <span id="brownian-ks" data-value=move || ks().map(|v| v.to_string())>{move || shown(ks(), 3)}</span>
+                " (5% critical value " {move || shown(ks_critical(), 2)} ")"
+            </p>
+            <p class="stats-line">
+                "From the steps between snapshots: D = "
+                <span id="brownian-d-ml" data-value=move || d_ml().map(|v| v.to_string())>{move || d_ml().map(|v| format!("{v:.3e}")).unwrap_or_else(|| "–".into())}</span>
+                ", 95% interval "
+                <span id="brownian-d-ci" data-value=move || ci().map(|[a, b]| format!("{a},{b}"))>
+                    {move || ci().map(|[a, b]| format!("{a:.3e} to {b:.3e}")).unwrap_or_else(|| "–".into())}
+                </span>
+                {move || points().map(|n| format!(" ({n} tokens pooled)")).unwrap_or_default()}
             </p>
             {verdict_line("verdict-brownian".into(), move || lab.panels.with(|p| p.as_ref().and_then(|p| p.verdicts.brownian.clone())))}
             <p id="brownian-note" class="note">

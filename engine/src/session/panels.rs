@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::config::ModelConfig;
 use crate::error::Result;
 use crate::science::brownian::Scheme;
-use crate::science::fit::{compare_with_brownian, fit_diffusion};
+use crate::science::fit::{compare_with_brownian, fit_diffusion, fit_diffusion_ml};
 use crate::science::markov;
 use crate::science::probe::{Frame, Probe};
 use crate::science::sphere;
@@ -42,11 +42,20 @@ impl EntropyPoint {
 }
 
 /// "Brownian or not?" at one depth: the tokens' motion over training against Brownian motion on
-/// the sphere with the fitted D (`science::fit`), from the same start points.
+/// the sphere with the fitted D (`science::fit`), from the same start points. Every probe row's
+/// tokens are pooled (the sphere view shows the first row; its walkers are the ghosts).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Brownian {
     pub depth: usize,
+    /// Tokens pooled: probe rows times context.
+    pub points: usize,
+    /// D from the least-squares line through ln E[cos θ].
     pub diffusion: f64,
+    /// D by maximum likelihood on the increments between frames, and its 95% interval.
+    pub diffusion_ml: f64,
+    pub diffusion_ci: [f64; 2],
+    /// The KS distance's 5% critical value for `points` tokens against as many walkers.
+    pub ks_critical: f64,
     /// `1 - SS_res/SS_tot` of ln E[cos]: negative when a constant explains more than the line.
     pub r_squared: f64,
     /// KS distance between the tokens' and the walkers' angles from the start, at the last frame.
@@ -186,7 +195,7 @@ pub fn panels(
         sphere: verdicts::on_sphere(probe),
         markov: verdicts::markov_chain(probe),
         kernel: verdicts::kernel(probe),
-        brownian: out.brownian.as_ref().and_then(|b| b.as_ref().ok()).map(|b| verdicts::brownian(b, cfg.context)),
+        brownian: out.brownian.as_ref().and_then(|b| b.as_ref().ok()).map(verdicts::brownian),
         joma: verdicts::joma(entropy, cfg.activation != crate::config::Activation::Identity),
     };
     Ok(out)
@@ -197,15 +206,20 @@ fn brownian(probe: &Probe, depth: usize, basis: &[f64], seed: u64) -> Result<Bro
     let cfg = probe.config();
     let (dim, row) = (cfg.d_model, cfg.context);
     let (frames, times) = probe.trajectory(depth, 0..probe.frames().len())?;
-    let frames: Vec<Vec<f64>> = frames.into_iter().map(|f| f[..row * dim].to_vec()).collect();
     let fit = fit_diffusion(&frames, &times, dim)?;
+    let ml = fit_diffusion_ml(&frames, &times, dim)?;
     let cmp = compare_with_brownian(&frames, &times, &fit, Scheme::EulerMaruyama, seed)?;
     let process = crate::science::brownian::SphereBm { dim, radius: fit.radius, diffusion: fit.diffusion };
     let mut ghosts = Vec::new();
-    apply(basis, dim, &cmp.walkers, &mut ghosts);
+    apply(basis, dim, &cmp.walkers[..row * dim], &mut ghosts);
+    let points = frames[0].len() / dim;
     Ok(Brownian {
         depth,
+        points,
         diffusion: fit.diffusion,
+        diffusion_ml: ml.diffusion,
+        diffusion_ci: [ml.ci_low, ml.ci_high],
+        ks_critical: verdicts::ks_critical(points, points),
         r_squared: fit.r_squared,
         ks: cmp.frames.last().map_or(f64::NAN, |c| c.ks),
         msd_closed_form: fit.times.iter().map(|&t| process.chord_msd(t)).collect(),

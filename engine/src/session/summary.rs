@@ -10,7 +10,15 @@ use crate::session::Session;
 #[derive(Clone, Debug, Serialize)]
 pub struct BrownianSummary {
     pub depth: usize,
+    /// Tokens pooled (every probe row).
+    pub points: Option<usize>,
+    /// D of the least-squares line through ln E[cos θ], and by maximum likelihood on the
+    /// increments with its 95% interval.
     pub diffusion: Option<f64>,
+    pub diffusion_ml: Option<f64>,
+    pub diffusion_ci: Option<[f64; 2]>,
+    /// KS distance at the last frame and its 5% critical value.
+    pub ks_critical: Option<f64>,
     pub r_squared: Option<f64>,
     pub ks: Option<f64>,
     /// Why there are no numbers (too few frames, no positive mean cosine, ...).
@@ -49,26 +57,33 @@ impl Summary {
         let cfg = s.experiment().train.clone();
         let layers = cfg.model.layers;
         let brownian = (0..=layers)
-            .map(|depth| match s.panels(depth).map(|p| p.brownian) {
-                Ok(Some(Ok(b))) => BrownianSummary {
+            .map(|depth| {
+                let failed = |error: String| BrownianSummary {
                     depth,
-                    diffusion: Some(b.diffusion),
-                    r_squared: b.r_squared.is_finite().then_some(b.r_squared),
-                    ks: b.ks.is_finite().then_some(b.ks),
-                    error: None,
-                },
-                Ok(Some(Err(e))) => {
-                    BrownianSummary { depth, diffusion: None, r_squared: None, ks: None, error: Some(e) }
-                }
-                Ok(None) => BrownianSummary {
-                    depth,
+                    points: None,
                     diffusion: None,
+                    diffusion_ml: None,
+                    diffusion_ci: None,
+                    ks_critical: None,
                     r_squared: None,
                     ks: None,
-                    error: Some("fewer than three probe frames".into()),
-                },
-                Err(e) => {
-                    BrownianSummary { depth, diffusion: None, r_squared: None, ks: None, error: Some(e.to_string()) }
+                    error: Some(error),
+                };
+                match s.panels(depth).map(|p| p.brownian) {
+                    Ok(Some(Ok(b))) => BrownianSummary {
+                        depth,
+                        points: Some(b.points),
+                        diffusion: Some(b.diffusion),
+                        diffusion_ml: b.diffusion_ml.is_finite().then_some(b.diffusion_ml),
+                        diffusion_ci: b.diffusion_ci.iter().all(|x| x.is_finite()).then_some(b.diffusion_ci),
+                        ks_critical: Some(b.ks_critical),
+                        r_squared: b.r_squared.is_finite().then_some(b.r_squared),
+                        ks: b.ks.is_finite().then_some(b.ks),
+                        error: None,
+                    },
+                    Ok(Some(Err(e))) => failed(e),
+                    Ok(None) => failed("fewer than three probe frames".into()),
+                    Err(e) => failed(e.to_string()),
                 }
             })
             .collect();

@@ -53,10 +53,19 @@ pub fn ks_critical(n: usize, m: usize) -> f64 {
     1.358 * ((n + m) / (n * m)).sqrt()
 }
 
-/// "Brownian or not?" in words: the fit's R², the KS distance against its 5% critical value, and what
-/// the tokens did instead when they did not diffuse.
-pub fn brownian(b: &Brownian, tokens: usize) -> Verdict {
-    let critical = ks_critical(tokens, tokens);
+/// Three significant digits, in scientific notation when small or large.
+fn sig(x: f64) -> String {
+    if x != 0.0 && !(1e-2..1e3).contains(&x.abs()) {
+        format!("{x:.2e}")
+    } else {
+        format!("{x:.3}")
+    }
+}
+
+/// "Brownian or not?" in words: the fit's R², the KS distance against its 5% critical value, the
+/// two estimates of D, and what the tokens did instead when they did not diffuse.
+pub fn brownian(b: &Brownian) -> Verdict {
+    let (tokens, critical) = (b.points, b.ks_critical);
     let fits = b.r_squared.is_finite() && b.r_squared >= GOOD_R2;
     let same_law = b.ks.is_finite() && b.ks <= critical;
     // A jump then a plateau: most of the fall of E[cos θ] happened in the first quarter of the time
@@ -100,7 +109,24 @@ pub fn brownian(b: &Brownian, tokens: usize) -> Verdict {
         ),
         (false, false) => (Agreement::Disagrees, "Not Brownian: the tokens drift or cluster".to_string()),
     };
-    Verdict::new(agreement, format!("{head}. {fit_words}; {ks_words}."))
+    // The second estimate of D, from the increments: a diffusion with one D puts the line's D
+    // inside its interval.
+    let [lo, hi] = b.diffusion_ci;
+    let ml_words = if !(b.diffusion_ml.is_finite() && lo.is_finite() && hi.is_finite()) {
+        String::new()
+    } else {
+        let inside = (lo..=hi).contains(&b.diffusion);
+        format!(
+            " From the steps between snapshots, D = {} (95% interval {}-{}); the line's D = {} is {} it{}.",
+            sig(b.diffusion_ml),
+            sig(lo),
+            sig(hi),
+            sig(b.diffusion),
+            if inside { "inside" } else { "outside" },
+            if inside { ", as one diffusion would give" } else { ": the motion is not one diffusion" }
+        )
+    };
+    Verdict::new(agreement, format!("{head}. {fit_words}; {ks_words}.{ml_words}"))
 }
 
 /// LayerNorm puts every token on the sphere of radius sqrt(d): the probe's last frame, every depth.
@@ -279,7 +305,19 @@ mod tests {
 
     fn fit(r_squared: f64, ks: f64, mean_cos: Vec<f64>) -> Brownian {
         let times = (0..mean_cos.len()).map(|t| t as f64).collect();
-        Brownian { r_squared, ks, mean_cos, times, ..Brownian::default() }
+        let (diffusion, diffusion_ml, diffusion_ci) = (1e-3, 1.1e-3, [0.9e-3, 1.3e-3]);
+        Brownian {
+            r_squared,
+            ks,
+            mean_cos,
+            times,
+            points: 32,
+            ks_critical: ks_critical(32, 32),
+            diffusion,
+            diffusion_ml,
+            diffusion_ci,
+            ..Brownian::default()
+        }
     }
 
     #[test]
@@ -291,19 +329,27 @@ mod tests {
 
     #[test]
     fn brownian_verdicts_follow_the_numbers() {
-        let good = brownian(&fit(0.97, 0.2, vec![1.0, 0.9, 0.8, 0.7]), 32);
+        let good = brownian(&fit(0.97, 0.2, vec![1.0, 0.9, 0.8, 0.7]));
         assert_eq!(good.agreement, Agreement::Agrees);
         assert!(good.sentence.starts_with("Brownian") && good.sentence.contains("within the 5% critical value 0.34"));
+        assert!(
+            good.sentence.contains("D = 1.10e-3 (95% interval 9.00e-4-1.30e-3); the line's D = 1.00e-3 is inside it"),
+            "{}",
+            good.sentence
+        );
+        let two =
+            Brownian { diffusion_ml: 2e-4, diffusion_ci: [1.5e-4, 2.5e-4], ..fit(0.97, 0.2, vec![1.0, 0.9, 0.8, 0.7]) };
+        assert!(brownian(&two).sentence.contains("is outside it: the motion is not one diffusion"));
         // The bug report's case: from 1 at the first frame a jump to cos ~0.5, flat after, R^2 < 0.
-        let jump = brownian(&fit(-18.8, 0.438, vec![1.0, 0.52, 0.5, 0.5, 0.49]), 32);
+        let jump = brownian(&fit(-18.8, 0.438, vec![1.0, 0.52, 0.5, 0.5, 0.49]));
         assert_eq!(jump.agreement, Agreement::Disagrees);
         assert!(jump.sentence.contains("one jump early in training"), "{}", jump.sentence);
         assert!(jump.sentence.contains("R² = -18.80 is below 0: a flat line explains"), "{}", jump.sentence);
         assert!(jump.sentence.contains("beyond the 5% critical value"), "{}", jump.sentence);
-        let drift = brownian(&fit(0.5, 0.6, vec![1.0, 0.95, 0.8, 0.5]), 32);
+        let drift = brownian(&fit(0.5, 0.6, vec![1.0, 0.95, 0.8, 0.5]));
         assert_eq!(drift.agreement, Agreement::Disagrees);
         assert!(!drift.sentence.contains("jump"));
-        assert_eq!(brownian(&fit(0.95, 0.6, vec![0.9, 0.8, 0.7]), 32).agreement, Agreement::Partly);
+        assert_eq!(brownian(&fit(0.95, 0.6, vec![0.9, 0.8, 0.7])).agreement, Agreement::Partly);
     }
 
     fn curve(values: &[f64]) -> Vec<EntropyPoint> {

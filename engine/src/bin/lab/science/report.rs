@@ -178,7 +178,14 @@ pub(super) fn claims(
         },
         Claim {
             claim: "Tokens move like Brownian motion over training (time = step)",
-            measured: format!("mean R^2 {r2:.3}, mean KS against fitted walkers {ks:.3} ({} fits)", fits.len()),
+            measured: format!(
+                "mean R^2 {r2:.3}, mean KS against fitted walkers {ks:.3} ({} fits); the line's D inside the 95% \
+                 interval of D from the steps between snapshots in {} of them",
+                fits.len(),
+                fits.iter()
+                    .filter(|f| matches!((f.diffusion, f.diffusion_ci), (Some(d), Some([a, b])) if a <= d && d <= b))
+                    .count()
+            ),
             verdict: brownian_verdict(r2, ks),
         },
         Claim {

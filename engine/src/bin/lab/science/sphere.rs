@@ -8,7 +8,7 @@ use engine::config::{ModelConfig, TrainConfig};
 use engine::model::{Cache, Model};
 use engine::nn::layer_norm::EPS;
 use engine::science::brownian::Scheme;
-use engine::science::fit::{compare_with_brownian, fit_diffusion};
+use engine::science::fit::{compare_with_brownian, fit_diffusion, fit_diffusion_ml};
 use engine::science::probe::Probe;
 use engine::science::sphere::{affine_drift, radius_stats, AffineDrift, RadiusStats};
 use engine::science::{cache, markov, walkers};
@@ -76,6 +76,9 @@ pub(super) struct Fit {
     pub(super) mean_cos: Vec<f64>,
     pub(super) fitted_cos: Vec<f64>,
     pub(super) diffusion: Option<f64>,
+    /// D by maximum likelihood on the increments between frames, and its 95% interval.
+    pub(super) diffusion_ml: Option<f64>,
+    pub(super) diffusion_ci: Option<[f64; 2]>,
     pub(super) r_squared: Option<f64>,
     pub(super) ks_mean: Option<f64>,
     pub(super) ks_max: Option<f64>,
@@ -91,6 +94,8 @@ pub(super) fn fit(frames: &[Vec<f64>], times: &[f64], dim: usize, layer: Option<
         mean_cos: vec![],
         fitted_cos: vec![],
         diffusion: None,
+        diffusion_ml: None,
+        diffusion_ci: None,
         r_squared: None,
         ks_mean: None,
         ks_max: None,
@@ -105,6 +110,9 @@ pub(super) fn fit(frames: &[Vec<f64>], times: &[f64], dim: usize, layer: Option<
     };
     (out.mean_cos, out.fitted_cos, out.diffusion) = (f.mean_cos.clone(), f.fitted_cos.clone(), Some(f.diffusion));
     out.r_squared = f.r_squared.is_finite().then_some(f.r_squared);
+    if let Ok(ml) = fit_diffusion_ml(frames, times, dim) {
+        (out.diffusion_ml, out.diffusion_ci) = (Some(ml.diffusion), Some([ml.ci_low, ml.ci_high]));
+    }
     match compare_with_brownian(frames, times, &f, Scheme::EulerMaruyama, 0) {
         Ok(cmp) => {
             let cmp = cmp.frames;
@@ -329,12 +337,18 @@ pub(super) fn print_sphere(rep: &SphereReport) {
             h.layer, h.head, h.entropy_initial, h.entropy, h.kernel_tv_mean, h.kernel_tv_max
         );
     }
-    println!("\n{:>5} {:>6} {:>12} {:>8} {:>8} {:>8}", "layer", "phase", "D", "R^2", "KS mean", "KS max");
+    let head = ["layer", "phase", "D (line)", "D (steps)", "95% interval", "R^2", "KS mean", "KS max"];
+    println!(
+        "\n{:>5} {:>6} {:>10} {:>10} {:>21} {:>8} {:>8} {:>8}",
+        head[0], head[1], head[2], head[3], head[4], head[5], head[6], head[7]
+    );
     for f in rep.training_fits.iter().chain(std::iter::once(&rep.depth_fit)) {
         let layer = f.layer.map_or("all".into(), |l| l.to_string());
         let d = f.diffusion.map_or("-".into(), |v| format!("{v:.3e}"));
+        let ml = f.diffusion_ml.map_or("-".into(), |v| format!("{v:.3e}"));
+        let ci = f.diffusion_ci.map_or("-".into(), |[a, b]| format!("{a:.3e}-{b:.3e}"));
         println!(
-            "{layer:>5} {:>6} {d:>12} {:>8} {:>8} {:>8} {}",
+            "{layer:>5} {:>6} {d:>10} {ml:>10} {ci:>21} {:>8} {:>8} {:>8} {}",
             f.phase,
             opt(f.r_squared),
             opt(f.ks_mean),
