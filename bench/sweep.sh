@@ -16,6 +16,7 @@ row() { # optimizer, extra flags...
 }
 for lr in 1e-3 3e-3 1e-2 3e-2; do row adam --lr $lr; done
 for lr in 0.1 0.3 1.0; do row sgd --lr $lr; done
+for lr in 5e-3 1e-2 2e-2 5e-2; do row muon --lr $lr; done
 for opt in kfac cgfac; do
   for lr in 0.03 0.1 0.3; do
     for damping in 1e-3 1e-2 1e-1; do row $opt --lr "$lr" --damping "$damping"; done

@@ -915,6 +915,17 @@ test('one config through lab and through the page worker gives the same numbers'
   t.diagnostic(`lab vs page worker, 120 steps: final val ${native.summary.final_val_loss.toFixed(6)} vs ${summary.final_val_loss.toFixed(6)}; ` +
     `D(depth 0) ${native.summary.brownian[0].diffusion.toExponential(4)} vs ${summary.brownian[0].diffusion.toExponential(4)}; ` +
     `KS ${native.summary.brownian[0].ks.toFixed(4)} vs ${summary.brownian[0].ks.toFixed(4)}`);
+  // Muon runs in the page's worker as in lab, and trains.
+  const muon = JSON.parse(text);
+  Object.assign(muon.train, { steps: 40, eval_every: 20, lr: 0.02 });
+  muon.train.optimizer = { kind: 'muon', momentum: 0.95, nesterov: true, ns_steps: 5, weight_decay: 0, adam_lr: 0.01 };
+  const muonText = JSON.stringify(muon);
+  const muonNative = labTrain(muonText).summary;
+  const muonPage = await page.evaluate((cfg) => spherewalk.train(JSON.parse(cfg)), muonText);
+  assert.equal(muonPage.optimizer, 'muon');
+  assert.ok(rel(muonPage.final_val_loss, muonNative.final_val_loss) < 1e-3, `Muon: page ${muonPage.final_val_loss}, lab ${muonNative.final_val_loss}`);
+  assert.ok(muonPage.final_val_loss < muonPage.unigram_val_loss, `Muon beats the unigram baseline (${muonPage.final_val_loss} vs ${muonPage.unigram_val_loss})`);
+  t.diagnostic(`Muon, 40 steps: page ${muonPage.final_val_loss.toFixed(6)}, lab ${muonNative.final_val_loss.toFixed(6)}`);
   // A bad config is a clear rejection, not a crash.
   const bad = await page.evaluate(() => spherewalk.train({ train: { lr: 1 } }).then(() => 'resolved', (e) => e.message));
   assert.match(bad, /the experiment cannot be read/);

@@ -175,11 +175,55 @@ pub enum OptimizerConfig {
     Kfac(SecondOrderConfig),
     #[serde(rename = "cgfac")]
     CgFac(SecondOrderConfig),
+    Muon(MuonConfig),
+}
+
+/// Muon's settings (`optim::muon`): momentum and Newton-Schulz steps for the hidden matrices, AdamW
+/// for the rest.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MuonConfig {
+    pub momentum: f32,
+    /// Orthogonalise g + momentum m (Nesterov) rather than m.
+    pub nesterov: bool,
+    pub ns_steps: usize,
+    /// Decoupled weight decay on the matrices, times the learning rate.
+    pub weight_decay: f32,
+    /// AdamW's learning rate for embeddings, LayerNorm, biases and the head (scaled by the schedule).
+    pub adam_lr: f32,
+}
+
+impl Default for MuonConfig {
+    /// The modded-nanogpt settings: momentum 0.95 with Nesterov, five Newton-Schulz steps.
+    fn default() -> Self {
+        MuonConfig { momentum: 0.95, nesterov: true, ns_steps: 5, weight_decay: 0.0, adam_lr: 1e-2 }
+    }
+}
+
+impl MuonConfig {
+    pub fn validate(&self) -> Result<()> {
+        if !(self.momentum.is_finite() && (0.0..1.0).contains(&self.momentum)) {
+            return Err(Error::Config(format!("Muon momentum must be in [0, 1), got {}", self.momentum)));
+        }
+        if self.ns_steps == 0 || self.ns_steps > 20 {
+            return Err(Error::Config(format!("Muon needs 1 to 20 Newton-Schulz steps, got {}", self.ns_steps)));
+        }
+        if !(self.adam_lr.is_finite()
+            && self.adam_lr > 0.0
+            && self.weight_decay.is_finite()
+            && self.weight_decay >= 0.0)
+        {
+            return Err(Error::Config(format!(
+                "Muon's adam_lr must be positive and weight_decay non-negative, got {} and {}",
+                self.adam_lr, self.weight_decay
+            )));
+        }
+        Ok(())
+    }
 }
 
 impl OptimizerConfig {
     /// The names `named` takes (besides the alias "adamw"), in the order the page lists them.
-    pub const NAMES: [&'static str; 4] = ["sgd", "adam", "kfac", "cgfac"];
+    pub const NAMES: [&'static str; 5] = ["sgd", "adam", "muon", "kfac", "cgfac"];
 
     pub fn sgd() -> Self {
         OptimizerConfig::Sgd { momentum: 0.9, weight_decay: 0.0 }
@@ -193,7 +237,8 @@ impl OptimizerConfig {
             "adam" | "adamw" => Ok(Self::adam()),
             "kfac" => Ok(OptimizerConfig::Kfac(SecondOrderConfig::new(Method::Kfac))),
             "cgfac" => Ok(OptimizerConfig::CgFac(SecondOrderConfig::new(Method::CgFac))),
-            _ => Err(Error::Config(format!("unknown optimizer {name:?}; use sgd, adam, kfac or cgfac"))),
+            "muon" => Ok(OptimizerConfig::Muon(MuonConfig::default())),
+            _ => Err(Error::Config(format!("unknown optimizer {name:?}; use {}", Self::NAMES.join(", ")))),
         }
     }
     pub fn name(&self) -> &'static str {
@@ -202,6 +247,7 @@ impl OptimizerConfig {
             OptimizerConfig::Adam { .. } => "adam",
             OptimizerConfig::Kfac(_) => "kfac",
             OptimizerConfig::CgFac(_) => "cgfac",
+            OptimizerConfig::Muon(_) => "muon",
         }
     }
     /// The learning rate each optimizer starts from when none is given (see README's sweep).
@@ -211,6 +257,7 @@ impl OptimizerConfig {
             OptimizerConfig::Adam { .. } => 1e-2,
             OptimizerConfig::Kfac(_) => 0.3,
             OptimizerConfig::CgFac(_) => 0.03,
+            OptimizerConfig::Muon(_) => 0.02,
         }
     }
 
@@ -329,6 +376,9 @@ impl TrainConfig {
         let tokens = (self.batch as u64).saturating_mul(self.model.context as u64);
         if tokens > 1 << 20 {
             return Err(Error::Config(format!("batch x context = {tokens} tokens is over the limit of {}", 1 << 20)));
+        }
+        if let OptimizerConfig::Muon(mu) = &self.optimizer {
+            mu.validate()?;
         }
         if let Some(so) = self.optimizer.second_order() {
             so.validate()?;

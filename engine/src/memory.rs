@@ -83,6 +83,12 @@ fn optimizer_floats(cfg: &TrainConfig, params: u64) -> Result<u64> {
     Ok(match &cfg.optimizer {
         OptimizerConfig::Sgd { .. } => params,
         OptimizerConfig::Adam { .. } => mul(&[2, params])?,
+        // AdamW's two moments over all parameters, a momentum per hidden matrix (at most the
+        // parameters) and two (dout, din) scratch matrices of the largest layer.
+        OptimizerConfig::Muon(_) => {
+            let largest = (m.d_model as u64).max(m.d_ff as u64) * m.d_model as u64;
+            sum(&[mul(&[3, params])?, mul(&[2, largest])?])?
+        }
         OptimizerConfig::Kfac(_) | OptimizerConfig::CgFac(_) => {
             // Per linear layer: A and G, their inverses, the solution and its velocity; plus the
             // per-token batch copies of inputs and output gradients and Adam for the rest.

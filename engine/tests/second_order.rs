@@ -294,7 +294,8 @@ fn kfac_factors_are_scaled_by_the_scored_tokens() {
 }
 
 /// A healthy second-order run takes its own steps: no layer falls back to the plain gradient.
-/// K-FAC and every CG-FAC product lower the grammar loss by more than SGD does in as many steps.
+/// K-FAC, every CG-FAC product and Muon lower the grammar loss by more than SGD does in as many
+/// steps.
 fn small_grammar(optimizer: OptimizerConfig) -> TrainConfig {
     TrainConfig {
         model: ModelConfig { d_model: 32, heads: 2, d_ff: 64, context: 32, ..ModelConfig::default() },
@@ -319,6 +320,10 @@ fn kfac_and_every_cg_fac_product_lower_the_grammar_loss_more_than_sgd() {
         (t.evaluate().unwrap(), before, t)
     };
     let (sgd, start, _) = train(&OptimizerConfig::sgd());
+    // Muon too: its orthogonalised steps must also beat plain SGD here.
+    let (muon, _, _) = train(&OptimizerConfig::named("muon").unwrap());
+    eprintln!("Muon: {start:.4} -> {muon:.4} (SGD {sgd:.4})");
+    assert!(muon < sgd, "Muon {muon} after 60 steps, SGD {sgd}");
     let mut configs = vec![OptimizerConfig::named("kfac").unwrap()];
     for product in [Product::Factors, Product::MatrixFree, Product::ExactFisher] {
         configs.push(OptimizerConfig::CgFac(SecondOrderConfig { product, ..SecondOrderConfig::new(Method::CgFac) }));

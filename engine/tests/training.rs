@@ -55,7 +55,7 @@ fn same_seed_gives_bit_identical_losses() {
 
 #[test]
 fn resumed_run_equals_uninterrupted_run() {
-    for optimizer in [OptimizerConfig::adam(), OptimizerConfig::sgd()] {
+    for optimizer in [OptimizerConfig::adam(), OptimizerConfig::sgd(), OptimizerConfig::named("muon").unwrap()] {
         let cfg = TrainConfig { steps: 20, optimizer: optimizer.clone(), lr: optimizer.default_lr(), ..copy_config() };
         let mut straight = Trainer::new(cfg.clone()).unwrap();
         let full = run(&mut straight, 20);

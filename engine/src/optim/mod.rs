@@ -8,6 +8,7 @@ pub mod clip;
 pub mod curvature;
 pub mod kfac;
 pub mod kronecker;
+pub mod muon;
 pub mod second_order;
 pub mod sgd;
 
@@ -22,6 +23,7 @@ pub enum Optimizer {
     Sgd(sgd::Sgd),
     Adam(adam::Adam),
     SecondOrder(Box<SecondOrder>),
+    Muon(Box<muon::Muon>),
 }
 
 impl Optimizer {
@@ -39,6 +41,7 @@ impl Optimizer {
             OptimizerConfig::CgFac(c) => {
                 Optimizer::SecondOrder(Box::new(SecondOrder::new(Method::CgFac, c.clone(), model)))
             }
+            OptimizerConfig::Muon(c) => Optimizer::Muon(Box::new(muon::Muon::new(c.clone(), model))),
         }
     }
 
@@ -56,6 +59,7 @@ impl Optimizer {
         match self {
             Optimizer::Sgd(o) => o.step(&mut model.params, &grads.data, &model.layout, lr),
             Optimizer::Adam(o) => o.step(&mut model.params, &grads.data, &model.layout, lr),
+            Optimizer::Muon(o) => o.step(model, grads, lr, factor),
             Optimizer::SecondOrder(o) => {
                 // The factors, inverses and CG solutions change before the step can fail (a failed
                 // inverse, a non-finite KL-clip): put them back so an error changes nothing.
@@ -92,6 +96,7 @@ impl Optimizer {
                 ("adam.t".into(), vec![o.t as f32]),
             ],
             Optimizer::SecondOrder(o) => o.state(),
+            Optimizer::Muon(o) => o.state(),
         }
     }
 
@@ -116,6 +121,7 @@ impl Optimizer {
                 o.t = take("adam.t", 1)?[0] as u64;
             }
             Optimizer::SecondOrder(o) => o.load_state(&mut take)?,
+            Optimizer::Muon(o) => o.load_state(&mut take)?,
         }
         Ok(())
     }

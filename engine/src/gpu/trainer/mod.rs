@@ -385,7 +385,7 @@ impl GpuTrainer {
                 cg.build(&ctx, &k.mm, &k.adam, &model, &params, &grads, &decay, &sum_sq, cfg.clip);
                 Update::CgFac(Box::new(cg))
             }
-            OptimizerConfig::Kfac(_) => unreachable!("K-FAC was rejected above"),
+            OptimizerConfig::Kfac(_) | OptimizerConfig::Muon(_) => unreachable!("rejected above"),
         };
 
         Ok(GpuTrainer {
