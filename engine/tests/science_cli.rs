@@ -97,3 +97,53 @@ fn particles_json_follows_the_equiangular_ode_and_clusters() {
         assert!(!ok && stderr.contains(want), "{bad:?}: {stderr}");
     }
 }
+
+/// The smoke run of JoMA on real text (`bench/joma_text.sh` is the report run): character-level
+/// training on the Debian fortunes databases, which `cargo xtask setup` installs.
+#[test]
+fn joma_runs_on_real_english_text() {
+    let dir = std::path::Path::new("/usr/share/games/fortunes");
+    let mut corpus = String::new();
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}; run cargo xtask setup (apt-get install fortunes)", dir.display()))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_file() && !matches!(p.extension().and_then(|x| x.to_str()), Some("dat" | "u8")))
+        .collect();
+    files.sort();
+    for f in files {
+        let text = String::from_utf8_lossy(&std::fs::read(&f).unwrap()).into_owned();
+        corpus.extend(text.lines().filter(|l| *l != "%").flat_map(|l| [l, "\n"]));
+        if corpus.len() > 200_000 {
+            break;
+        }
+    }
+    let path = std::env::temp_dir().join(format!("spherewalk-fortunes-{}.txt", std::process::id()));
+    std::fs::write(&path, &corpus).unwrap();
+    let (ok, stdout, stderr) = lab(&[
+        "joma",
+        "--data",
+        path.to_str().unwrap(),
+        "--steps",
+        "30",
+        "--mlp",
+        "gelu",
+        "--eval-every",
+        "30",
+        "--json",
+    ]);
+    std::fs::remove_file(&path).ok();
+    assert!(ok, "{stderr}");
+    let v: serde_json::Value = serde_json::from_str(stdout.trim().lines().last().unwrap()).expect("JSON");
+    let layers = v["layers"].as_array().expect("layers");
+    assert_eq!(layers.len(), 2);
+    for l in layers {
+        let e = &l["entropy"];
+        let (first, low) = (e["initial"].as_f64().unwrap(), e["min"].as_f64().unwrap());
+        assert!(first.is_finite() && low <= first && low > 0.0, "{l}");
+        assert!(e["shape"].is_string(), "{l}");
+    }
+    // Thirty steps already predict characters better than a uniform guess over the alphabet.
+    let vocab = v["model"]["vocab"].as_f64().unwrap();
+    assert!(vocab > 60.0, "an English alphabet with punctuation, got {vocab} symbols");
+    assert!(v["final_val_loss"].as_f64().unwrap() < vocab.ln(), "{}", v["final_val_loss"]);
+}

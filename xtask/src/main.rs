@@ -24,7 +24,9 @@ const TRUNK_VERSION: &str = "0.21.14";
 /// Must equal the `wasm-bindgen` pinned (with `=`) in the root Cargo.toml.
 const WASM_BINDGEN_VERSION: &str = "0.2.130";
 const WASM_TARGET: &str = "wasm32-unknown-unknown";
-const APT_PACKAGES: &[&str] = &["chromium", "chromium-driver", "mesa-vulkan-drivers", "libvulkan1"];
+/// The browser and its driver, lavapipe for WebGPU natively, and a real English corpus for JoMA
+/// (the fortunes databases: the science tests never download text).
+const APT_PACKAGES: &[&str] = &["chromium", "chromium-driver", "mesa-vulkan-drivers", "libvulkan1", "fortunes"];
 const CHROMIUM: &str = "/usr/bin/chromium";
 const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
 const SERVE_PORT: u16 = 8080;
@@ -89,7 +91,7 @@ fn print_help() {
 
 usage: cargo xtask <command>
 
-  setup            install what is missing: Chromium + chromedriver + Mesa Vulkan (apt, root),
+  setup            install what is missing: Chromium + chromedriver + Mesa Vulkan + fortunes (apt, root),
                    the {WASM_TARGET} target, trunk {TRUNK_VERSION}, wasm-bindgen-cli {WASM_BINDGEN_VERSION},
                    and e2e/node_modules (binaryen's wasm-opt, playwright-core)
   serve [--port N] setup, then build the page in release mode and serve it on http://127.0.0.1:{SERVE_PORT}
@@ -189,7 +191,7 @@ impl Ctx {
             }
         }
         if missing.is_empty() {
-            println!("xtask:   chromium, chromedriver, Mesa Vulkan: present");
+            println!("xtask:   chromium, chromedriver, Mesa Vulkan, fortunes: present");
             return Ok(());
         }
         println!("xtask:   missing {}: installing {} with apt-get", missing.join(", "), APT_PACKAGES.join(" "));
