@@ -999,6 +999,32 @@ test('a crashed worker is reported and the last save resumes; rapid presses stay
   assert.deepEqual(expected, [], 'no other console errors or exceptions');
 });
 
+test('spherewalk.bench times the engine alone in a worker, with the step\'s FLOPs counted as the engine counts them', { timeout: 180_000 }, async (t) => {
+  const { page, problems } = await launch(t);
+  await open(page, '');
+  const spec = { d_model: 64, layers: 2, heads: 4, context: 64, batch: 16, steps: 10 };
+  const r = await page.evaluate((s) => spherewalk.bench(s), spec);
+  // The same model through lab: its parameter count and vocabulary.
+  const experiment = JSON.parse(await page.evaluate(() => spherewalk.experiment()));
+  Object.assign(experiment.train.model, { d_model: 64, layers: 2, heads: 4, d_ff: 256, context: 64 });
+  Object.assign(experiment.train, { batch: 16, steps: 1, eval_every: 1, data: { kind: 'grammar' } });
+  experiment.backend = 'cpu';
+  const native = labTrain(JSON.stringify(experiment)).summary;
+  assert.equal(r.params, native.params, 'the benchmark trains the model it was asked for');
+  assert.equal(r.steps, 10);
+  // FLOPs of one step, counted here: 3 x (per token and layer 2(4C^2 + 2CF) + 4TC, and 2CV) x B T.
+  const [C, F, T, V, L, B] = [64, 256, 64, native.vocab, 2, 16];
+  const flops = 3 * (L * (8 * C * C + 4 * C * F + 4 * T * C) + 2 * C * V) * B * T;
+  assert.ok(Math.abs(r.gflops - flops / (r.ms_per_step * 1e6)) < 1e-6 * r.gflops, `GFLOP/s ${r.gflops} from ${r.ms_per_step} ms`);
+  assert.ok(r.ms_per_step > 0 && r.gemm_gflops > 0, JSON.stringify(r));
+  t.diagnostic(`spherewalk.bench, small size (d64 L2 H4 T64 B16, Adam, CPU path): ${r.ms_per_step.toFixed(1)} ms/step, ${r.gflops.toFixed(1)} GFLOP/s; wasm GEMM 256^3 ${r.gemm_gflops.toFixed(1)} GFLOP/s`);
+  const bad = await page.evaluate(() => spherewalk.bench({ heads: 5 }).then(() => 'resolved', (e) => e.message));
+  assert.match(bad, /heads/);
+  const unknown = await page.evaluate(() => spherewalk.bench({ width: 5 }).then(() => 'resolved', (e) => e.message));
+  assert.match(unknown, /cannot be read.*width/);
+  assert.deepEqual(problems, [], 'no console errors or exceptions');
+});
+
 test('benchmark: the main thread while the worker trains', { timeout: 300_000 }, async (t) => {
   const { page, problems } = await launch(t);
   const measure = async (hash, seconds) => {

@@ -449,6 +449,8 @@ impl Lab {
             }
             Event::Upload { result } => self.model_msg.set(Some(result)),
             Event::Summary { summary } => self.summary.set(Some(summary.to_string())),
+            // Only scripts' own bench workers answer a bench; the page's never asks.
+            Event::Bench { .. } => {}
         }
     }
 

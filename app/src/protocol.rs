@@ -3,6 +3,7 @@
 //! `bulk` array beside it for the big numbers (sphere points, attention matrices, file bytes) as
 //! typed arrays, whose buffers are transferred rather than copied.
 
+use engine::session::bench::{BenchResult, BenchSpec};
 use engine::session::{BackendChoice, DiagPoint, Experiment, Metrics, Panels};
 use js_sys::{Array, Float32Array, Object, Reflect, Uint8Array};
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
@@ -61,6 +62,10 @@ pub enum Command {
     /// Asks for the GPU adapter once for the page: `auto` then needs no new request at each run, and
     /// the page can warn about a software adapter before a run starts.
     ProbeAdapter,
+    /// Times training steps and a GEMM on the CPU path (`spherewalk.bench`), in a worker of its own.
+    Bench {
+        spec: BenchSpec,
+    },
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -174,6 +179,10 @@ pub enum Event {
     /// The run is complete; the same fields as `lab train --json`'s last line.
     Summary {
         summary: serde_json::Value,
+    },
+    /// What `Command::Bench` measured.
+    Bench {
+        result: BenchResult,
     },
 }
 

@@ -9,6 +9,9 @@
 //!   It rejects with the message on a bad config or a non-finite loss. `onEvent` receives every
 //!   event as a plain object (`event`: "progress", "panels" with `sphere` and `attention` as
 //!   Float32Arrays, "phase", "backend", "notice", ...).
+//! - `bench({d_model, layers, heads, context, batch, steps, optimizer})`: the engine alone on the
+//!   CPU path in a worker of its own (each field optional; default the small size d64 L2 H4 T64 B16,
+//!   20 Adam steps); resolves to `{ms_per_step, gflops, gemm_gflops, steps, params}`.
 //! - `experiment()`: the page's experiment as JSON text (for `lab train --config`).
 //! - `version`: the engine's version.
 //! - `testing.slowWorker(factor)` and `testing.trapWorker()`: the browser tests' hooks on the page's
@@ -16,6 +19,7 @@
 //!   latest frame's (T, T) attention, row-major, as the engine sent it) and `testing.frameSteps()`
 //!   (the steps of the recorded frames), to check the figures against.
 
+use engine::session::bench::BenchSpec;
 use engine::session::Experiment;
 use js_sys::{Function, Object, Promise, Reflect};
 use leptos::prelude::WithUntracked;
@@ -40,19 +44,19 @@ fn experiment_of(config: &JsValue) -> Result<Experiment, JsValue> {
     parsed.map_err(|e| js_sys::Error::new(&e.to_string()).into())
 }
 
-/// Runs `config` in a new worker; the promise settles with the summary or the error.
-fn train(config: JsValue, on_event: JsValue) -> Promise {
-    let experiment = match experiment_of(&config) {
-        Ok(e) => e,
-        Err(e) => return Promise::reject(&e),
-    };
+/// How a worker's event settles a script's promise: `None` while it is still running.
+type Settle = fn(&Event) -> Option<Result<JsValue, JsValue>>;
+
+/// Runs `command` in a new worker of its own once it is ready; every event goes to `on_event` and
+/// `settle` decides when the promise is done. A crash or an error event rejects it.
+fn in_worker(command: Command, on_event: JsValue, settle: Settle) -> Promise {
     let worker = match web_sys::Worker::new(WORKER_URL) {
         Ok(w) => w,
         Err(e) => return Promise::reject(&e),
     };
     let on_event = on_event.dyn_into::<Function>().ok();
     Promise::new(&mut |resolve, reject| {
-        let (w, exp) = (worker.clone(), experiment.clone());
+        let (w, command) = (worker.clone(), command.clone());
         let on_event = on_event.clone();
         let finish = {
             let w = w.clone();
@@ -77,33 +81,73 @@ fn train(config: JsValue, on_event: JsValue) -> Promise {
                 }
                 let _ = f.call1(&JsValue::NULL, &value);
             }
-            match event {
+            match &event {
                 Event::Ready { .. } => {
-                    let cmd = Command::Create { experiment: Box::new(exp.clone()), settings: None, run: true };
-                    if let Ok((msg, transfer)) = protocol::encode(&cmd, vec![]) {
+                    if let Ok((msg, transfer)) = protocol::encode(&command, vec![]) {
                         let _ = w.post_message_with_transfer(&msg, &transfer);
                     }
                 }
-                Event::Summary { summary } => match protocol::to_js(&summary) {
-                    Ok(v) => finish(&resolve, &v),
-                    Err(e) => finish(&reject, &js_sys::Error::new(&e).into()),
-                },
                 Event::Error { text } | Event::NonFinite { message: text, .. } => {
-                    finish(&reject, &js_sys::Error::new(&text).into())
+                    finish(&reject, &js_sys::Error::new(text).into())
                 }
-                _ => {}
+                _ => match settle(&event) {
+                    Some(Ok(v)) => finish(&resolve, &v),
+                    Some(Err(e)) => finish(&reject, &e),
+                    None => {}
+                },
             }
         });
         worker.set_onmessage(Some(&on_message.into_js_value().unchecked_into()));
     })
 }
 
-/// Puts `window.spherewalk` in place.
+fn to_js_result<T: serde::Serialize>(value: &T) -> Result<JsValue, JsValue> {
+    protocol::to_js(value).map_err(|e| js_sys::Error::new(&e).into())
+}
+
+/// Runs `config` in a new worker; the promise settles with the summary or the error.
+fn train(config: JsValue, on_event: JsValue) -> Promise {
+    let experiment = match experiment_of(&config) {
+        Ok(e) => e,
+        Err(e) => return Promise::reject(&e),
+    };
+    let command = Command::Create { experiment: Box::new(experiment), settings: None, run: true };
+    in_worker(command, on_event, |event| match event {
+        Event::Summary { summary } => Some(to_js_result(summary)),
+        _ => None,
+    })
+}
+
+/// Times the CPU path in a new worker: `{d_model, layers, heads, context, batch, steps, optimizer}`,
+/// each optional; resolves to `{ms_per_step, gflops, gemm_gflops, steps, params}`.
+fn bench(spec: JsValue) -> Promise {
+    let spec = if spec.is_undefined() || spec.is_null() {
+        Ok(BenchSpec::default())
+    } else {
+        // Through serde_json, so a misspelt field is an error (serde_wasm_bindgen reads only the
+        // fields a struct names).
+        serde_wasm_bindgen::from_value::<serde_json::Value>(spec)
+            .map_err(|e| e.to_string())
+            .and_then(|v| serde_json::from_value::<BenchSpec>(v).map_err(|e| e.to_string()))
+            .map_err(|e| format!("the bench settings cannot be read: {e}"))
+    };
+    let spec = match spec {
+        Ok(s) => s,
+        Err(e) => return Promise::reject(&js_sys::Error::new(&e).into()),
+    };
+    in_worker(Command::Bench { spec }, JsValue::UNDEFINED, |event| match event {
+        Event::Bench { result } => Some(to_js_result(result)),
+        _ => None,
+    })
+}
+
 pub fn install(lab: Lab) {
     let api = Object::new();
     set(&api, "version", &engine::VERSION.into());
     let train = Closure::<dyn Fn(JsValue, JsValue) -> Promise>::new(train);
     set(&api, "train", &train.into_js_value());
+    let bench = Closure::<dyn Fn(JsValue) -> Promise>::new(bench);
+    set(&api, "bench", &bench.into_js_value());
     let experiment = Closure::<dyn Fn() -> Result<String, JsValue>>::new(move || {
         lab.experiment().map(|e| e.to_json()).map_err(|e| js_sys::Error::new(&e).into())
     });

@@ -279,6 +279,10 @@ impl Worker {
             // What a bug or a failed allocation does to the wasm: the page must notice.
             Command::Trap => core::arch::wasm32::unreachable(),
             Command::ProbeAdapter => self.probe_adapter().await,
+            Command::Bench { spec } => match spec.run(&now_ms) {
+                Ok(result) => self.post(Event::Bench { result }),
+                Err(e) => self.post(Event::Error { text: e.to_string() }),
+            },
         }
     }
 

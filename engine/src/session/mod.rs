@@ -11,6 +11,7 @@
 //!
 //! The session is async because the GPU is; natively `gpu::block_on` drives it.
 
+pub mod bench;
 pub mod experiment;
 pub mod panels;
 pub mod runner;

@@ -1,0 +1,126 @@
+//! The engine-only benchmark that scripts run in the page's worker (`spherewalk.bench`): training
+//! steps of a model of the given size on the CPU path, and one GEMM, timed by the caller's clock
+//! (the engine keeps none: `performance.now()` in the browser).
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::{DataSpec, ModelConfig, OptimizerConfig, TrainConfig};
+use crate::data::Dataset;
+use crate::error::{Error, Result};
+use crate::memory;
+use crate::nn::matmul::{gemm, MatMut, MatRef};
+use crate::Trainer;
+
+/// What to time; every field may be left out (defaults: `lab bench`'s small size, Adam).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct BenchSpec {
+    pub d_model: usize,
+    pub layers: usize,
+    pub heads: usize,
+    pub context: usize,
+    pub batch: usize,
+    /// Timed steps, after three untimed ones.
+    pub steps: usize,
+    pub optimizer: String,
+}
+
+impl Default for BenchSpec {
+    fn default() -> Self {
+        BenchSpec { d_model: 64, layers: 2, heads: 4, context: 64, batch: 16, steps: 20, optimizer: "adam".into() }
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct BenchResult {
+    pub ms_per_step: f64,
+    /// The step's matrix-product FLOPs (`memory::step_flops`) per second.
+    pub gflops: f64,
+    /// One (256 x 256) by (256 x 256) f32 GEMM.
+    pub gemm_gflops: f64,
+    pub steps: usize,
+    pub params: usize,
+}
+
+impl BenchSpec {
+    /// The training run this spec times, checked (sizes, memory) before anything is allocated.
+    pub fn config(&self) -> Result<TrainConfig> {
+        if self.steps == 0 || self.steps > 10_000 {
+            return Err(Error::Config(format!("bench steps must be 1 to 10000, got {}", self.steps)));
+        }
+        let model = ModelConfig {
+            d_model: self.d_model,
+            layers: self.layers,
+            heads: self.heads,
+            d_ff: 4 * self.d_model,
+            context: self.context,
+            ..ModelConfig::default()
+        };
+        let optimizer = OptimizerConfig::named(&self.optimizer)?;
+        let mut cfg = TrainConfig {
+            model,
+            data: DataSpec::Grammar,
+            lr: optimizer.default_lr(),
+            optimizer,
+            batch: self.batch,
+            steps: self.steps + 3,
+            ..TrainConfig::default()
+        };
+        // The vocabulary is the data's: known before any model memory is allocated.
+        cfg.model.vocab = Dataset::new(&cfg.data, cfg.model.context, cfg.seed)?.vocab_size();
+        cfg.validate_within(memory::DEFAULT_BUDGET, 0)?;
+        Ok(cfg)
+    }
+
+    /// Times the steps and the GEMM with `now` (milliseconds).
+    pub fn run(&self, now: &dyn Fn() -> f64) -> Result<BenchResult> {
+        let cfg = self.config()?;
+        let mut t = Trainer::new(cfg)?;
+        for _ in 0..3 {
+            t.step()?;
+        }
+        let start = now();
+        for _ in 0..self.steps {
+            t.step()?;
+        }
+        let ms_per_step = (now() - start) / self.steps as f64;
+        let flops = memory::step_flops(t.config());
+        let n = 256;
+        let a: Vec<f32> = (0..n * n).map(|i| (i % 7) as f32 * 0.1).collect();
+        let mut c = vec![0.0f32; n * n];
+        let (reps, start) = (8, now());
+        for _ in 0..reps {
+            gemm(1.0, MatRef::new(&a, n, n), MatRef::new(&a, n, n), 0.0, MatMut::new(&mut c, n, n));
+        }
+        let gemm_ms = (now() - start) / reps as f64;
+        Ok(BenchResult {
+            ms_per_step,
+            gflops: flops / (ms_per_step * 1e6),
+            gemm_gflops: 2.0 * (n * n * n) as f64 / (gemm_ms * 1e6),
+            steps: self.steps,
+            params: t.model().num_params(),
+        })
+    }
+}
+
+#[cfg(all(test, not(target_arch = "wasm32")))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_bench_times_what_it_is_asked_and_refuses_bad_sizes() {
+        let clock = std::time::Instant::now();
+        let now = move || clock.elapsed().as_secs_f64() * 1e3;
+        let spec =
+            BenchSpec { d_model: 32, layers: 1, heads: 2, context: 16, batch: 4, steps: 3, ..BenchSpec::default() };
+        let r = spec.run(&now).unwrap();
+        let want = Trainer::new(spec.config().unwrap()).unwrap().model().num_params();
+        assert_eq!((r.steps, r.params), (3, want));
+        assert!(r.ms_per_step > 0.0 && r.gflops > 0.0 && r.gemm_gflops > 0.0, "{r:?}");
+        let bad = BenchSpec { heads: 5, ..spec.clone() }.config().unwrap_err().to_string();
+        assert!(bad.contains("heads"), "{bad}");
+        let huge =
+            BenchSpec { d_model: 1024, layers: 32, heads: 16, context: 1024, batch: 256, ..spec }.config().unwrap_err();
+        assert!(huge.to_string().contains("memory limit"), "{huge}");
+    }
+}
