@@ -51,15 +51,7 @@ pub struct MatmulRow {
 }
 
 pub fn model_config(s: &Size) -> ModelConfig {
-    ModelConfig {
-        vocab: VOCAB,
-        d_model: s.d_model,
-        heads: s.heads,
-        layers: s.layers,
-        d_ff: 4 * s.d_model,
-        context: s.context,
-        ..ModelConfig::default()
-    }
+    ModelConfig { vocab: VOCAB, ..ModelConfig::sized(s.d_model, s.layers, s.heads, s.context) }
 }
 
 /// Median time of a full training step (forward, backward, clip, optimizer) over `iters` steps.

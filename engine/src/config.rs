@@ -64,6 +64,11 @@ impl Default for ModelConfig {
 }
 
 impl ModelConfig {
+    /// The default model at another size, its MLP 4x as wide as the model (vocabulary from the data).
+    pub fn sized(d_model: usize, layers: usize, heads: usize, context: usize) -> Self {
+        ModelConfig { d_model, layers, heads, d_ff: 4 * d_model, context, ..ModelConfig::default() }
+    }
+
     pub fn validate(&self) -> Result<()> {
         let positive = [
             ("vocab", self.vocab),

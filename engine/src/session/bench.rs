@@ -48,14 +48,7 @@ impl BenchSpec {
         if self.steps == 0 || self.steps > 10_000 {
             return Err(Error::Config(format!("bench steps must be 1 to 10000, got {}", self.steps)));
         }
-        let model = ModelConfig {
-            d_model: self.d_model,
-            layers: self.layers,
-            heads: self.heads,
-            d_ff: 4 * self.d_model,
-            context: self.context,
-            ..ModelConfig::default()
-        };
+        let model = ModelConfig::sized(self.d_model, self.layers, self.heads, self.context);
         let optimizer = OptimizerConfig::named(&self.optimizer)?;
         let mut cfg = TrainConfig {
             model,

@@ -73,14 +73,7 @@ fn gpu(as_json: bool, iters: usize) -> Result<(), Error> {
     let mut steps = Vec::new();
     for s in &SIZES {
         let cfg = TrainConfig {
-            model: ModelConfig {
-                d_model: s.d_model,
-                layers: s.layers,
-                heads: s.heads,
-                d_ff: 4 * s.d_model,
-                context: s.context,
-                ..ModelConfig::default()
-            },
+            model: ModelConfig::sized(s.d_model, s.layers, s.heads, s.context),
             data: DataSpec::Grammar,
             batch: s.batch,
             ..TrainConfig::default()
