@@ -4,11 +4,12 @@
 # run time) with a GELU, ReLU and identity MLP over several seeds, long enough for the entropy to
 # turn. Prints, per run and layer, the attention entropy's initial, lowest (and when) and final value
 # and the curve's shape as the engine classifies it (joma::summarize).
-# Usage: bench/joma_text.sh [steps] [seeds] [lr]
+# Usage: bench/joma_text.sh [steps] [seeds] [lr] [mlps]
 set -euo pipefail
 steps=${1:-3000}
 seeds=${2:-3}
 lr=${3:-1e-3}
+mlps=${4:-gelu relu identity}
 lab=${LAB:-target/release/lab}
 dir=${FORTUNES:-/usr/share/games/fortunes}
 [[ -d $dir ]] || { echo "no fortunes in $dir: run cargo xtask setup (apt-get install fortunes)" >&2; exit 1; }
@@ -20,7 +21,7 @@ for f in "$dir"/*; do
 done > "$corpus"
 echo "corpus: $(wc -c < "$corpus") bytes from $dir; $steps Adam steps at lr $lr, seeds 0..$((seeds - 1))"
 printf '%-9s %4s %5s %8s %8s %8s %8s  %s\n' mlp seed layer initial min "at step" final shape
-for mlp in gelu relu identity; do
+for mlp in $mlps; do
   for seed in $(seq 0 $((seeds - 1))); do
     "$lab" joma --data "$corpus" --mlp "$mlp" --seed "$seed" --steps "$steps" --lr "$lr" --eval-every "$steps" --json |
       python3 -c '

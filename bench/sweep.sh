@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The small learning-rate / damping sweep behind each optimizer's default (README, "Sweep").
+# The learning-rate / damping sweep behind each optimizer's default (README, "The optimizer race").
 # Usage: bench/sweep.sh [data] [steps]   (prints one row per setting: final validation loss)
 set -euo pipefail
 data=${1:-grammar}
@@ -14,11 +14,15 @@ row() { # optimizer, extra flags...
   fi
   python3 -c "import json,sys; d=json.loads(sys.argv[1]); print('%-8s %-40s val %.4f  %.1f s' % (sys.argv[2], sys.argv[3], d['final_val_loss'], d['wall_s']))" "$out" "$opt" "$*"
 }
-for lr in 1e-3 3e-3 1e-2 3e-2; do row adam --lr $lr; done
-for lr in 0.1 0.3 1.0; do row sgd --lr $lr; done
-for lr in 5e-3 1e-2 2e-2 5e-2; do row muon --lr $lr; done
-for opt in kfac cgfac; do
-  for lr in 0.03 0.1 0.3; do
-    for damping in 1e-3 1e-2 1e-1; do row $opt --lr "$lr" --damping "$damping"; done
+# Every optimizer by the same method: five log-spaced learning rates, its own default times
+# 1/10, 1/3, 1, 3 and 10, with the same step budget; the second-order ones at three dampings each.
+rates() { python3 -c "import sys; d = float(sys.argv[1]); print(' '.join('%.3g' % (d * f) for f in (0.1, 1/3, 1, 3, 10)))" "$1"; }
+for opt in adam:1e-2 sgd:1.0 muon:2e-2 kfac:0.3 cgfac:0.03; do
+  name=${opt%%:*}
+  for lr in $(rates "${opt#*:}"); do
+    case $name in
+      kfac | cgfac) for damping in 1e-3 1e-2 1e-1; do row "$name" --lr "$lr" --damping "$damping"; done ;;
+      *) row "$name" --lr "$lr" ;;
+    esac
   done
 done
