@@ -23,6 +23,7 @@ pub mod embedding;
 mod large_grids;
 pub mod layer_norm;
 pub mod matmul;
+pub mod muon;
 pub mod sgd;
 pub mod softmax;
 pub mod trainer;

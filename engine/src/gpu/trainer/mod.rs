@@ -18,6 +18,7 @@ use super::elementwise::{Elementwise, REDUCE_GROUPS};
 use super::embedding::{Embedding, Table};
 use super::layer_norm::{Affine, LayerNorm};
 use super::matmul::{Dims, Matmul, View};
+use super::muon::GpuMuon;
 use super::sgd::{self, Sgd};
 use super::softmax::Softmax;
 use super::{GpuContext, GpuError, Op, Result, Tensor};
@@ -111,6 +112,7 @@ enum Update {
         velocity: Tensor,
     },
     CgFac(Box<CgFac>),
+    Muon(Box<GpuMuon>),
 }
 
 pub struct GpuTrainer {
@@ -156,10 +158,11 @@ impl GpuTrainer {
         let weight_decay = match cfg.optimizer {
             OptimizerConfig::Adam { weight_decay, .. } | OptimizerConfig::Sgd { weight_decay, .. } => weight_decay,
             OptimizerConfig::CgFac(ref c) => c.weight_decay,
+            OptimizerConfig::Muon(ref c) => c.weight_decay,
             _ => {
                 let msg = format!(
-                    "the GPU trainer runs AdamW, SGD and CG-FAC, not {}; use --optimizer adam, sgd or cgfac, \
-                     or --backend cpu",
+                    "the GPU trainer runs AdamW, SGD, Muon and CG-FAC, not {}; use --optimizer adam, sgd, muon or \
+                     cgfac, or --backend cpu",
                     cfg.optimizer.name()
                 );
                 return Err(Error::Config(msg).into());
@@ -385,7 +388,14 @@ impl GpuTrainer {
                 cg.build(&ctx, &k.mm, &k.adam, &model, &params, &grads, &decay, &sum_sq, cfg.clip);
                 Update::CgFac(Box::new(cg))
             }
-            OptimizerConfig::Kfac(_) | OptimizerConfig::Muon(_) => unreachable!("rejected above"),
+            OptimizerConfig::Muon(ref c) => {
+                let kernels = (&k.mm, &k.ew, &k.adam);
+                let (mu, update) =
+                    GpuMuon::new(&ctx, c.clone(), &model, kernels, &params, &grads, &decay, &sum_sq, cfg.clip)?;
+                ops.extend(update);
+                Update::Muon(Box::new(mu))
+            }
+            OptimizerConfig::Kfac(_) => unreachable!("K-FAC was rejected above"),
         };
 
         Ok(GpuTrainer {
@@ -442,6 +452,7 @@ impl GpuTrainer {
             }
             Update::Sgd { velocity } => t.ctx.write(velocity, &take("sgd.momentum", n)?),
             Update::CgFac(cg) => cg.load_state(&t.ctx, &mut take)?,
+            Update::Muon(mu) => mu.load_state(&t.ctx, &mut take)?,
         }
         t.ctx.write(&t.params, &snap.params);
         t.step = snap.step;
@@ -459,6 +470,7 @@ impl GpuTrainer {
             ],
             Update::Sgd { velocity } => vec![("sgd.momentum".into(), self.ctx.read_all(velocity).await?)],
             Update::CgFac(cg) => cg.state(&self.ctx).await?,
+            Update::Muon(mu) => mu.state(&self.ctx).await?,
         };
         Ok(Snapshot { config: self.cfg.clone(), step: self.step, params: self.params().await?, optimizer })
     }
@@ -491,6 +503,10 @@ impl GpuTrainer {
         } else {
             let values = match &self.update {
                 Update::Adam { beta1, beta2, t, .. } => step_values(lr, *beta1, *beta2, t + 1),
+                Update::Muon(mu) => {
+                    mu.write_step(&self.ctx, lr, lr / self.cfg.lr);
+                    [lr, 0.0, 0.0]
+                }
                 _ => [lr, 0.0, 0.0],
             };
             self.ctx.write(&self.step_values, &values);
@@ -505,8 +521,10 @@ impl GpuTrainer {
         let cgfac = matches!(self.update, Update::CgFac(_));
         if finite || cgfac {
             self.step += 1;
-            if let Update::Adam { t, .. } = &mut self.update {
-                *t += 1;
+            match &mut self.update {
+                Update::Adam { t, .. } => *t += 1,
+                Update::Muon(mu) => mu.adam_t += 1,
+                _ => {}
             }
         }
         for (what, x) in [("loss", loss), ("gradient", grad_norm)] {
