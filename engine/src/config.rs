@@ -410,6 +410,9 @@ pub struct SecondOrderConfig {
     /// damping is the same share of each factor's scale; off: sqrt(lambda) on both.
     #[serde(default = "on")]
     pub pi_damping: bool,
+    /// Which Fisher the factors and products estimate (SCIENCE.md §10).
+    #[serde(default)]
+    pub fisher: Fisher,
     /// Running-average decay of the factors A and G.
     pub decay: f32,
     /// Steps between factor updates.
@@ -441,6 +444,7 @@ impl SecondOrderConfig {
         SecondOrderConfig {
             damping: 1e-2,
             pi_damping: true,
+            fisher: Fisher::Empirical,
             decay: 0.95,
             update_interval: 1,
             inverse_interval: if method == Method::Kfac { 10 } else { 1 },
@@ -482,6 +486,28 @@ impl SecondOrderConfig {
             return bad(format!("adam_lr must be positive, got {}", self.adam_lr));
         }
         Ok(())
+    }
+}
+
+/// The output gradients the curvature is built from: the batch's own labels (the empirical Fisher,
+/// the default), or labels drawn from the model's predictive distribution at each scored position
+/// (the Fisher itself, what a KL-divergence constraint means; Kunstner et al. 2019 on why they differ).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Fisher {
+    #[default]
+    Empirical,
+    Sampled,
+}
+
+impl std::str::FromStr for Fisher {
+    type Err = crate::Error;
+    fn from_str(s: &str) -> crate::error::Result<Self> {
+        match s {
+            "empirical" => Ok(Fisher::Empirical),
+            "sampled" | "true" => Ok(Fisher::Sampled),
+            _ => Err(crate::Error::Config(format!("unknown Fisher {s:?}; use empirical or sampled"))),
+        }
     }
 }
 

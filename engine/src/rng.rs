@@ -19,6 +19,8 @@ pub enum Stream {
     Joma = 7,
     Walkers = 8,
     Particles = 9,
+    /// K-FAC's sampled Fisher: labels drawn from the model, one draw per second-order step.
+    Fisher = 10,
 }
 
 pub fn rng(seed: u64, stream: Stream, index: u64) -> Rng {

@@ -209,7 +209,7 @@ fn a_run_over_the_memory_limit_is_refused_with_the_estimate() {
 }
 
 #[test]
-fn kfac_damping_split_is_a_flag() {
+fn kfac_damping_split_and_the_fisher_are_flags() {
     let pi = |extra: &[&str]| {
         let (ok, printed, stderr) = lab(&[&["train", "--optimizer", "kfac", "--print-config"], extra].concat());
         assert!(ok, "{stderr}");
@@ -218,4 +218,10 @@ fn kfac_damping_split_is_a_flag() {
     };
     assert_eq!(pi(&[]), Some(true), "the pi correction is K-FAC's default");
     assert_eq!(pi(&["--no-pi-damping"]), Some(false));
+    let (ok, printed, stderr) = lab(&["train", "--optimizer", "cgfac", "--fisher", "sampled", "--print-config"]);
+    assert!(ok, "{stderr}");
+    let exp: serde_json::Value = serde_json::from_str(&printed).unwrap();
+    assert_eq!(exp["train"]["optimizer"]["fisher"], "sampled");
+    let (ok, _, stderr) = lab(&["train", "--optimizer", "cgfac", "--fisher", "fake"]);
+    assert!(!ok && stderr.contains("use empirical or sampled"), "{stderr}");
 }

@@ -125,7 +125,8 @@ fn quick_report_writes_figures_and_answers_each_claim() {
     // Three seeds by default, each counted.
     let seeds_row = md.lines().find(|l| l.contains("hold across seeds")).unwrap();
     assert!(seeds_row.contains("3 seeds:"), "{seeds_row}");
-    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap();
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap();
     let seeds = json["joma_gelu_seeds"].as_array().unwrap();
     assert_eq!(seeds.len(), 3);
     assert_ne!(seeds[0]["final_val_loss"], seeds[1]["final_val_loss"], "the seeds are different runs");

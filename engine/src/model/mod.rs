@@ -151,13 +151,19 @@ impl<S: Scalar> Model<S> {
 
     /// Fills `grads` with the gradient of the last forward pass's mean loss.
     pub fn backward(&self, cache: &Cache<S>, grads: &mut Grads<S>) {
+        self.backward_for(cache, &cache.targets, grads)
+    }
+
+    /// As `backward`, for the mean loss of the same forward pass scored against `targets` instead
+    /// of the batch's own (K-FAC's sampled Fisher draws them from the model); `IGNORE` stays ignored.
+    pub fn backward_for(&self, cache: &Cache<S>, targets: &[u32], grads: &mut Grads<S>) {
         let (t, c, f, v) = (self.cfg.context, self.cfg.d_model, self.cfg.d_ff, self.cfg.vocab);
         let n = cache.b * t;
         let l = &self.layout;
         let shape = self.shape(cache.b);
         let g = grads;
         g.data.fill(S::zero());
-        loss::backward(&mut g.dlogits, &cache.probs, &cache.targets, cache.count, v);
+        loss::backward(&mut g.dlogits, &cache.probs, targets, cache.count, v);
         let (dw, db) = pair_mut(l, &mut g.data, l.head_w, l.head_b);
         linear::backward(&mut g.dln, S::zero(), dw, db, &g.dlogits, &cache.lnf_out, self.p(l.head_w), n, c, v);
         g.dresid.fill(S::zero());

@@ -67,3 +67,24 @@ pub fn combined_grad(out: &mut [f32], model: &Model<f32>, grads: &[f32], site: &
         row[site.din] = db[o];
     }
 }
+
+/// Labels drawn from the model's predictive distribution `probs` (N, V) at every scored position of
+/// `targets` (`IGNORE` kept), for the sampled Fisher.
+pub fn sampled_targets(out: &mut [u32], probs: &[f32], targets: &[u32], v: usize, rng: &mut crate::rng::Rng) {
+    use rand::Rng;
+    for ((o, &t), p) in out.iter_mut().zip(targets).zip(probs.chunks_exact(v)) {
+        *o = if t == crate::nn::loss::IGNORE {
+            t
+        } else {
+            let (u, mut acc) = (rng.random::<f32>(), 0.0f32);
+            // The first label whose cumulative probability passes u (the last one if rounding
+            // leaves the sum just under 1).
+            p.iter()
+                .position(|&q| {
+                    acc += q;
+                    acc > u
+                })
+                .unwrap_or(v - 1) as u32
+        };
+    }
+}

@@ -11,10 +11,11 @@ use super::curvature::{self, Site};
 use super::kfac;
 use super::kronecker::{self, Operands, Product, Scratch};
 // The configuration lives with the other configurations; re-exported here where it is used.
-pub use crate::config::{Method, SecondOrderConfig};
+pub use crate::config::{Fisher, Method, SecondOrderConfig};
 use crate::error::{Error, Result};
 use crate::model::{Cache, Grads, Model};
 use crate::nn::matmul::{gemm, MatMut, MatRef};
+use crate::rng::{rng, Stream};
 
 #[derive(Clone, Debug, Serialize)]
 pub struct LayerDiagnostics {
@@ -85,6 +86,9 @@ pub struct SecondOrder {
     grad: Vec<f32>,
     scratch: Scratch<f32>,
     work: CgWork<f32>,
+    /// The sampled Fisher's labels and the output gradients they give (allocated on first use).
+    sampled: Vec<u32>,
+    fisher_grads: Option<Grads<f32>>,
     pub diag: Diagnostics,
 }
 
@@ -119,6 +123,8 @@ impl SecondOrder {
             grad: Vec::new(),
             scratch: Scratch::new(0, 0, 0),
             work: CgWork::new(0),
+            sampled: Vec::new(),
+            fisher_grads: None,
             diag,
         }
     }
@@ -155,6 +161,20 @@ impl SecondOrder {
         let refresh_inverse = self.t.is_multiple_of(self.cfg.inverse_interval as u64);
         let uses_factors = self.method == Method::Kfac || self.cfg.product == Product::Factors;
         let lambda = self.cfg.damping;
+        // The output gradients the curvature is built from: the batch's own labels, or labels drawn
+        // from the model at each scored position (one draw per step, seeded by the step: a resumed
+        // run draws the same).
+        if self.cfg.fisher == Fisher::Sampled {
+            let g = self.fisher_grads.get_or_insert_with(|| Grads::new(model, cache.b));
+            self.sampled.resize(n, 0);
+            let mut r = rng(model.cfg.seed, Stream::Fisher, self.t);
+            curvature::sampled_targets(&mut self.sampled, &cache.probs, &cache.targets, model.cfg.vocab, &mut r);
+            model.backward_for(cache, &self.sampled, g);
+        }
+        let out_grads = match (&self.fisher_grads, self.cfg.fisher) {
+            (Some(g), Fisher::Sampled) => g,
+            _ => grads,
+        };
         self.diag.layers.clear();
         self.diag.fallbacks_this_step = 0;
         let mut x_dot_grad = 0.0f64;
@@ -162,7 +182,7 @@ impl SecondOrder {
             let (din1, dout) = (site.din1(), site.dout);
             let (a1, g1, grad) = (&mut self.a1[..n * din1], &mut self.g1[..n * dout], &mut self.grad[..dout * din1]);
             curvature::fold_bias(a1, site.input(cache), site.din);
-            curvature::per_token(g1, site.out_grad(grads), m);
+            curvature::per_token(g1, site.out_grad(out_grads), m);
             curvature::combined_grad(grad, model, &grads.data, site);
             if uses_factors && refresh_factors {
                 let keep = if first { 0.0 } else { self.cfg.decay };

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use engine::config::{DataSpec, OptimizerConfig, TrainConfig};
+use engine::config::{DataSpec, Fisher, OptimizerConfig, TrainConfig};
 use engine::optim::kronecker::Product;
 use engine::Error;
 
@@ -59,6 +59,10 @@ pub struct SecondOrderArgs {
     /// scales (the pi correction, the default).
     #[arg(long)]
     pub no_pi_damping: bool,
+    /// K-FAC and CG-FAC: the curvature of the batch's own labels (empirical, the default) or of
+    /// labels drawn from the model (sampled: the Fisher itself).
+    #[arg(long)]
+    pub fisher: Option<Fisher>,
     /// CG-FAC: maximum CG iterations per layer and step.
     #[arg(long)]
     pub cg_iters: Option<usize>,
@@ -135,6 +139,7 @@ impl RunArgs {
             so.tol = a.cg_tol.unwrap_or(so.tol);
             so.warm_start |= a.warm_start;
             so.pi_damping &= !a.no_pi_damping;
+            so.fisher = a.fisher.unwrap_or(so.fisher);
             so.product = a.product.unwrap_or(so.product);
             so.decay = a.factor_decay.unwrap_or(so.decay);
             so.update_interval = a.update_interval.unwrap_or(so.update_interval);

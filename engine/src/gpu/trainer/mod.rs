@@ -23,7 +23,7 @@ use super::sgd::{self, Sgd};
 use super::softmax::Softmax;
 use super::{GpuContext, GpuError, Op, Result, Tensor};
 use crate::checkpoint::Snapshot;
-use crate::config::{ModelConfig, OptimizerConfig, TrainConfig};
+use crate::config::{Fisher, ModelConfig, OptimizerConfig, TrainConfig};
 use crate::data::{Dataset, Split};
 use crate::error::Error;
 use crate::model::architecture::{Layer, LinearId, LinearSpec, Norm, Slot, BLOCK};
@@ -168,6 +168,11 @@ impl GpuTrainer {
                 return Err(Error::Config(msg).into());
             }
         };
+        if cfg.optimizer.second_order().is_some_and(|so| so.fisher == Fisher::Sampled) {
+            let msg = "the sampled Fisher (labels drawn from the model) runs on the CPU; use --fisher empirical or \
+                       --backend cpu";
+            return Err(Error::Config(msg.into()).into());
+        }
         let model = Model::<f32>::new(cfg.model.clone())?;
         let k = Kernels {
             mm: Matmul::new(&ctx),

@@ -193,6 +193,10 @@ fn gpu_trainer_rejects_kfac_but_takes_every_cgfac_product() {
     let cfg = TrainConfig { optimizer: OptimizerConfig::named("kfac").unwrap(), ..TrainConfig::browser_default() };
     let err = GpuTrainer::new(ctx(), cfg).err().expect("K-FAC is not on the GPU");
     assert!(err.to_string().contains("runs AdamW, SGD, Muon and CG-FAC"), "{err}");
+    let sampled = SecondOrderConfig { fisher: crate::config::Fisher::Sampled, ..SecondOrderConfig::new(Method::CgFac) };
+    let cfg = TrainConfig { optimizer: OptimizerConfig::CgFac(sampled), ..TrainConfig::browser_default() };
+    let err = GpuTrainer::new(ctx(), cfg).err().expect("the sampled Fisher is refused on the GPU");
+    assert!(err.to_string().contains("sampled Fisher"), "{err}");
     for product in [Product::Factors, Product::MatrixFree, Product::ExactFisher] {
         let so = SecondOrderConfig { product, ..SecondOrderConfig::new(Method::CgFac) };
         let cfg = TrainConfig { optimizer: OptimizerConfig::CgFac(so), ..TrainConfig::browser_default() };
