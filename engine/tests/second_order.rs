@@ -243,6 +243,21 @@ fn kfac_with_pi_damping_solves_the_dense_damped_kronecker_system() {
     assert!(rel_err(&off, want.as_slice()) > 0.1);
 }
 
+/// The first training batch of `cfg` through `t`'s initial model (the model before its first
+/// step): the forward cache, the targets and the scored positions.
+fn first_batch(t: &Trainer, cfg: &TrainConfig) -> (Cache<f32>, Vec<u32>, Vec<usize>) {
+    let mcfg = t.model().cfg.clone();
+    let n = cfg.batch * mcfg.context;
+    let data = Dataset::new(&cfg.data, mcfg.context, cfg.seed).unwrap();
+    let (mut tokens, mut targets) = (vec![0; n], vec![0; n]);
+    data.batch(Split::Train, 0, &mut tokens, &mut targets);
+    let model = Model::<f32>::new(mcfg.clone()).unwrap();
+    let mut cache = Cache::new(&mcfg, cfg.batch);
+    model.forward(&mut cache, &tokens, &targets).unwrap();
+    let scored = (0..n).filter(|&i| targets[i] != engine::nn::loss::IGNORE).collect();
+    (cache, targets, scored)
+}
+
 /// K-FAC's scale on a masked task (copy: only the answers are scored, M < N = B*T), against the
 /// head's empirical Fisher computed here in f64 from the model's own probabilities on the same
 /// batch: G must be (1/M) sum over the scored tokens of (p - y)(p - y)^T, and the trace of A ⊗ G
@@ -257,16 +272,9 @@ fn kfac_factors_are_scaled_by_the_scored_tokens() {
     t.step().unwrap();
     let state: std::collections::HashMap<String, Vec<f32>> = t.snapshot().optimizer.into_iter().collect();
     let (fa, fg) = (&state["so.head.A"], &state["so.head.G"]);
-    // The first training batch through the same initial model.
-    let mcfg = t.model().cfg.clone();
+    let (cache, targets, scored) = first_batch(&t, &cfg);
+    let mcfg = &t.model().cfg;
     let (n, c, v) = (cfg.batch * mcfg.context, mcfg.d_model, mcfg.vocab);
-    let data = Dataset::new(&cfg.data, mcfg.context, cfg.seed).unwrap();
-    let (mut tokens, mut targets) = (vec![0; n], vec![0; n]);
-    data.batch(Split::Train, 0, &mut tokens, &mut targets);
-    let model = Model::<f32>::new(mcfg.clone()).unwrap();
-    let mut cache = Cache::new(&mcfg, cfg.batch);
-    model.forward(&mut cache, &tokens, &targets).unwrap();
-    let scored: Vec<usize> = (0..n).filter(|&i| targets[i] != engine::nn::loss::IGNORE).collect();
     let m = scored.len();
     assert!(m < n, "copy scores only the answers");
     let delta = |i: usize| -> Vec<f64> {
@@ -324,18 +332,12 @@ fn the_sampled_fisher_builds_g_from_labels_drawn_from_the_model() {
     let mut t = Trainer::new(cfg.clone()).unwrap();
     t.step().unwrap();
     let state: std::collections::HashMap<String, Vec<f32>> = t.snapshot().optimizer.into_iter().collect();
-    let mcfg = t.model().cfg.clone();
+    let (cache, targets, scored) = first_batch(&t, &cfg);
+    let mcfg = &t.model().cfg;
     let (n, v) = (cfg.batch * mcfg.context, mcfg.vocab);
-    let data = Dataset::new(&cfg.data, mcfg.context, cfg.seed).unwrap();
-    let (mut tokens, mut targets) = (vec![0; n], vec![0; n]);
-    data.batch(Split::Train, 0, &mut tokens, &mut targets);
-    let model = Model::<f32>::new(mcfg.clone()).unwrap();
-    let mut cache = Cache::new(&mcfg, cfg.batch);
-    model.forward(&mut cache, &tokens, &targets).unwrap();
     let mut drawn = vec![0u32; n];
     let mut r = engine::rng::rng(mcfg.seed, engine::rng::Stream::Fisher, 0);
     engine::optim::curvature::sampled_targets(&mut drawn, &cache.probs, &targets, v, &mut r);
-    let scored: Vec<usize> = (0..n).filter(|&i| targets[i] != engine::nn::loss::IGNORE).collect();
     let g_of = |labels: &[u32]| {
         let mut g = vec![0.0f64; v * v];
         for &i in &scored {
