@@ -271,7 +271,7 @@ fn cgfac_runs_on_the_gpu_and_kfac_stays_on_the_cpu_with_a_notice() {
     assert_eq!(runner.diagnostics().unwrap().layers.len(), 2 * 6 + 1, "every linear layer reports");
     let cfg = config(OptimizerConfig::named("kfac").unwrap(), 2);
     let mut s = block_on(Session::new(experiment(cfg, BackendChoice::Gpu), BUDGET)).unwrap();
-    assert!(s.adapter().is_none() && s.backend().contains("runs AdamW, SGD and CG-FAC"), "{}", s.backend());
+    assert!(s.adapter().is_none() && s.backend().contains("runs AdamW, SGD, Muon and CG-FAC"), "{}", s.backend());
     let notices = s.take_notices();
     assert!(notices.len() == 1 && notices[0].ends_with("; training on the CPU"), "{notices:?}");
     assert!(matches!(block_on(s.step()).unwrap(), Progress::Stepped { .. }));
