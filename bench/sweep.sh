@@ -18,7 +18,7 @@ row() { # optimizer, extra flags...
 # 1/10, 1/3, 1, 3 and 10, with the same step budget; the second-order ones at three dampings each,
 # and with the sampled Fisher beside the empirical one.
 rates() { python3 -c "import sys; d = float(sys.argv[1]); print(' '.join('%.3g' % (d * f) for f in (0.1, 1/3, 1, 3, 10)))" "$1"; }
-for opt in adam:1e-2 sgd:1.0 muon:2e-2 kfac:0.3 cgfac:0.03; do
+for opt in adam:1e-2 sgd:1.0 muon:2e-2 soap:1e-2 kfac:0.3 cgfac:0.03; do
   name=${opt%%:*}
   for lr in $(rates "${opt#*:}"); do
     case $name in

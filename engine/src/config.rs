@@ -181,6 +181,48 @@ pub enum OptimizerConfig {
     #[serde(rename = "cgfac")]
     CgFac(SecondOrderConfig),
     Muon(MuonConfig),
+    Soap(SoapConfig),
+}
+
+/// SOAP's settings (`optim::soap`): Adam's moments in the eigenbasis of Shampoo's factors, which
+/// are refreshed every `precondition_interval` steps.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SoapConfig {
+    pub beta1: f32,
+    /// The second moment's and the factors' averaging.
+    pub beta2: f32,
+    pub eps: f32,
+    pub weight_decay: f32,
+    pub precondition_interval: usize,
+}
+
+impl Default for SoapConfig {
+    /// The paper's settings: betas (0.95, 0.95), a new basis every 10 steps.
+    fn default() -> Self {
+        SoapConfig { beta1: 0.95, beta2: 0.95, eps: 1e-8, weight_decay: 0.01, precondition_interval: 10 }
+    }
+}
+
+impl SoapConfig {
+    pub fn validate(&self) -> Result<()> {
+        let unit = |b: f32| b.is_finite() && (0.0..1.0).contains(&b);
+        if !(unit(self.beta1) && unit(self.beta2)) {
+            return Err(Error::Config(format!(
+                "SOAP's betas must be in [0, 1), got {} and {}",
+                self.beta1, self.beta2
+            )));
+        }
+        if !(self.eps.is_finite() && self.eps > 0.0 && self.weight_decay.is_finite() && self.weight_decay >= 0.0) {
+            return Err(Error::Config(format!(
+                "SOAP's eps must be positive and weight_decay non-negative, got {} and {}",
+                self.eps, self.weight_decay
+            )));
+        }
+        if self.precondition_interval == 0 {
+            return Err(Error::Config("SOAP's precondition_interval must be at least 1".into()));
+        }
+        Ok(())
+    }
 }
 
 /// Muon's settings (`optim::muon`): momentum and Newton-Schulz steps for the hidden matrices, AdamW
@@ -228,7 +270,7 @@ impl MuonConfig {
 
 impl OptimizerConfig {
     /// The names `named` takes (besides the alias "adamw"), in the order the page lists them.
-    pub const NAMES: [&'static str; 5] = ["sgd", "adam", "muon", "kfac", "cgfac"];
+    pub const NAMES: [&'static str; 6] = ["sgd", "adam", "muon", "soap", "kfac", "cgfac"];
 
     pub fn sgd() -> Self {
         OptimizerConfig::Sgd { momentum: 0.9, weight_decay: 0.0 }
@@ -243,6 +285,7 @@ impl OptimizerConfig {
             "kfac" => Ok(OptimizerConfig::Kfac(SecondOrderConfig::new(Method::Kfac))),
             "cgfac" => Ok(OptimizerConfig::CgFac(SecondOrderConfig::new(Method::CgFac))),
             "muon" => Ok(OptimizerConfig::Muon(MuonConfig::default())),
+            "soap" => Ok(OptimizerConfig::Soap(SoapConfig::default())),
             _ => Err(Error::Config(format!("unknown optimizer {name:?}; use {}", Self::NAMES.join(", ")))),
         }
     }
@@ -253,6 +296,7 @@ impl OptimizerConfig {
             OptimizerConfig::Kfac(_) => "kfac",
             OptimizerConfig::CgFac(_) => "cgfac",
             OptimizerConfig::Muon(_) => "muon",
+            OptimizerConfig::Soap(_) => "soap",
         }
     }
     /// The learning rate each optimizer starts from when none is given (see README's sweep).
@@ -263,6 +307,7 @@ impl OptimizerConfig {
             OptimizerConfig::Kfac(_) => 0.3,
             OptimizerConfig::CgFac(_) => 0.03,
             OptimizerConfig::Muon(_) => 0.02,
+            OptimizerConfig::Soap(_) => 1e-2,
         }
     }
 
@@ -382,8 +427,10 @@ impl TrainConfig {
         if tokens > 1 << 20 {
             return Err(Error::Config(format!("batch x context = {tokens} tokens is over the limit of {}", 1 << 20)));
         }
-        if let OptimizerConfig::Muon(mu) = &self.optimizer {
-            mu.validate()?;
+        match &self.optimizer {
+            OptimizerConfig::Muon(c) => c.validate()?,
+            OptimizerConfig::Soap(c) => c.validate()?,
+            _ => {}
         }
         if let Some(so) = self.optimizer.second_order() {
             so.validate()?;

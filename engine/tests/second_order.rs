@@ -368,7 +368,7 @@ fn the_sampled_fisher_builds_g_from_labels_drawn_from_the_model() {
 }
 
 /// A healthy second-order run takes its own steps: no layer falls back to the plain gradient.
-/// K-FAC, every CG-FAC product and Muon lower the grammar loss by more than SGD does in as many
+/// K-FAC, every CG-FAC product, Muon and SOAP lower the grammar loss by more than SGD does in as many
 /// steps.
 fn small_grammar(optimizer: OptimizerConfig) -> TrainConfig {
     TrainConfig {
@@ -398,6 +398,9 @@ fn kfac_and_every_cg_fac_product_lower_the_grammar_loss_more_than_sgd() {
     let (muon, _, _) = train(&OptimizerConfig::named("muon").unwrap());
     eprintln!("Muon: {start:.4} -> {muon:.4} (SGD {sgd:.4})");
     assert!(muon < sgd, "Muon {muon} after 60 steps, SGD {sgd}");
+    let (soap, _, _) = train(&OptimizerConfig::named("soap").unwrap());
+    eprintln!("SOAP: {start:.4} -> {soap:.4} (SGD {sgd:.4})");
+    assert!(soap < sgd, "SOAP {soap} after 60 steps, SGD {sgd}");
     let mut configs = vec![OptimizerConfig::named("kfac").unwrap()];
     for product in [Product::Factors, Product::MatrixFree, Product::ExactFisher] {
         configs.push(OptimizerConfig::CgFac(SecondOrderConfig { product, ..SecondOrderConfig::new(Method::CgFac) }));

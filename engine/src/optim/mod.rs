@@ -11,6 +11,7 @@ pub mod kronecker;
 pub mod muon;
 pub mod second_order;
 pub mod sgd;
+pub mod soap;
 
 use std::collections::HashMap;
 
@@ -24,6 +25,7 @@ pub enum Optimizer {
     Adam(adam::Adam),
     SecondOrder(Box<SecondOrder>),
     Muon(Box<muon::Muon>),
+    Soap(Box<soap::Soap>),
 }
 
 impl Optimizer {
@@ -42,6 +44,7 @@ impl Optimizer {
                 Optimizer::SecondOrder(Box::new(SecondOrder::new(Method::CgFac, c.clone(), model)))
             }
             OptimizerConfig::Muon(c) => Optimizer::Muon(Box::new(muon::Muon::new(c.clone(), model))),
+            OptimizerConfig::Soap(c) => Optimizer::Soap(Box::new(soap::Soap::new(c.clone(), model))),
         }
     }
 
@@ -60,6 +63,7 @@ impl Optimizer {
             Optimizer::Sgd(o) => o.step(&mut model.params, &grads.data, &model.layout, lr),
             Optimizer::Adam(o) => o.step(&mut model.params, &grads.data, &model.layout, lr),
             Optimizer::Muon(o) => o.step(model, grads, lr, factor),
+            Optimizer::Soap(o) => return o.step(model, grads, lr),
             Optimizer::SecondOrder(o) => {
                 // The factors, inverses and CG solutions change before the step can fail (a failed
                 // inverse, a non-finite KL-clip): put them back so an error changes nothing.
@@ -97,6 +101,7 @@ impl Optimizer {
             ],
             Optimizer::SecondOrder(o) => o.state(),
             Optimizer::Muon(o) => o.state(),
+            Optimizer::Soap(o) => o.state(),
         }
     }
 
@@ -122,6 +127,7 @@ impl Optimizer {
             }
             Optimizer::SecondOrder(o) => o.load_state(&mut take)?,
             Optimizer::Muon(o) => o.load_state(&mut take)?,
+            Optimizer::Soap(o) => o.load_state(&mut take)?,
         }
         Ok(())
     }

@@ -15,7 +15,7 @@ use crate::args::RunArgs;
 #[derive(Args)]
 pub struct RaceArgs {
     /// Comma-separated optimizers.
-    #[arg(long, default_value = "sgd,adam,muon,kfac,cgfac")]
+    #[arg(long, default_value = "sgd,adam,muon,soap,kfac,cgfac")]
     optimizers: String,
     /// Validation loss that counts as arrived.
     #[arg(long)]

@@ -161,8 +161,8 @@ impl GpuTrainer {
             OptimizerConfig::Muon(ref c) => c.weight_decay,
             _ => {
                 let msg = format!(
-                    "the GPU trainer runs AdamW, SGD, Muon and CG-FAC, not {}; use --optimizer adam, sgd, muon or \
-                     cgfac, or --backend cpu",
+                    "the GPU trainer runs AdamW, SGD, Muon and CG-FAC, not {} (K-FAC and SOAP run on the CPU); use \
+                     --optimizer adam, sgd, muon or cgfac, or --backend cpu",
                     cfg.optimizer.name()
                 );
                 return Err(Error::Config(msg).into());
@@ -400,7 +400,7 @@ impl GpuTrainer {
                 ops.extend(update);
                 Update::Muon(Box::new(mu))
             }
-            OptimizerConfig::Kfac(_) => unreachable!("K-FAC was rejected above"),
+            OptimizerConfig::Kfac(_) | OptimizerConfig::Soap(_) => unreachable!("rejected above"),
         };
 
         Ok(GpuTrainer {
