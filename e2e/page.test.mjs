@@ -847,11 +847,11 @@ test('WebGPU backend: picked and named, trains, and the CPU continues from the s
 // ---------------------------------------------------------------- the session in its worker
 
 /** The native `lab` on `experiment` (JSON text): its eval lines and summary. */
-function labTrain(experiment) {
+function labTrain(experiment, extra = []) {
   const dir = mkdtempSync(join(tmpdir(), 'spherewalk-exp-'));
   const file = join(dir, 'experiment.json');
   writeFileSync(file, experiment);
-  const out = execFileSync(LAB_BIN, ['train', '--config', file, '--json'], { encoding: 'utf8' });
+  const out = execFileSync(LAB_BIN, ['train', '--config', file, '--json', ...extra], { encoding: 'utf8' });
   rmSync(dir, { recursive: true, force: true });
   const lines = out.trim().split('\n').map((l) => JSON.parse(l));
   return { evals: lines.slice(0, -1), summary: lines[lines.length - 1] };
@@ -1493,6 +1493,25 @@ test('the sphere and the chain: labels, arcs = the engine attention row, great-c
     assert.equal(curve[curve.length - 1][0], engineSummary.steps, `layer ${l}'s curve ends at the last step`);
   }
   assert.match(late, /Not Brownian: the tokens move in one jump early in training and then stay put.*R² = -?[\d.]+ is below 0.*critical value/);
+  // Brownian motion or particles: fitted once the run has ended, the same fit as `lab train
+  // --flow`, and the particles drawn as diamonds beside the ghosts.
+  await page.waitForFunction(() => document.getElementById('brownian-flow')?.dataset.better, null, { timeout: 30_000 });
+  const flowAttr = await page.evaluate(() => ({ ...document.getElementById('brownian-flow').dataset }));
+  const flowText = await textOf(page, '#brownian-flow');
+  t.diagnostic(`particles or Brownian: ${flowText}`);
+  assert.match(flowText, /fits the first \d+ tokens better than .*root-mean-square error/);
+  const flowDepth = Number(flowAttr.depth);
+  const native = labTrain(await page.evaluate(() => window.spherewalk.experiment()), ['--flow', String(flowDepth)]).summary.flow;
+  t.diagnostic(`lab train --flow ${flowDepth}: RMSE Brownian ${native.rmse_brownian}, particles ${native.rmse_particles} (beta ${native.beta}); page ${flowAttr.rmseBrownian}, ${flowAttr.rmseParticles} (beta ${flowAttr.beta})`);
+  assert.equal(flowAttr.better, native.better, 'the page and the CLI name the same better model');
+  for (const [page_, lab_, what] of [[flowAttr.rmseBrownian, native.rmse_brownian, 'Brownian RMSE'], [flowAttr.rmseParticles, native.rmse_particles, 'particles RMSE']]) {
+    assert.ok(rel(Number(page_), lab_) < 0.05, `${what}: page ${page_}, lab ${lab_}`);
+  }
+  assert.ok(Math.abs(Math.log(Number(flowAttr.beta) / native.beta)) < 0.2, `beta: page ${flowAttr.beta}, lab ${native.beta}`);
+  assert.equal(Number(await page.getAttribute('#brownian-flow-chart', 'data-points')), native.times.length);
+  if (Number(await page.getAttribute('#sphere', 'data-ghosts')) > 0) {
+    assert.equal(Number(await page.getAttribute('#sphere', 'data-particles')), native.points, 'one diamond per fitted token');
+  }
   await page.locator('#panel-brownian').screenshot({ path: join(ARTIFACTS, 'panel-brownian.png') });
   assert.deepEqual(problems, [], 'no console errors or exceptions');
 });

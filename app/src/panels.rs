@@ -327,6 +327,53 @@ pub fn BrownianPanel(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
     let d_ml = value(|a| a.diffusion_ml);
     let ci = move || current.with(|a| a.as_ref().and_then(|a| a.as_ref().ok()).map(|a| a.diffusion_ci));
     let points = move || current.with(|a| a.as_ref().and_then(|a| a.as_ref().ok()).map(|a| a.points));
+    let flow = Memo::new(move |_| lab.panels.with(|s| s.as_ref().and_then(|s| s.flow.clone())));
+    let flow_ref = NodeRef::<Canvas>::new();
+    Effect::new(move |_| {
+        let dark = dark.get();
+        let Some(canvas) = flow_ref.get() else { return };
+        let (lines, x_max) = match flow.get() {
+            Some(Ok(f)) => flow_lines(&f),
+            _ => (Vec::new(), 1.0),
+        };
+        if let Err(e) = charts::draw_lines(
+            canvas,
+            "how clustered: mean inner product of token pairs",
+            "mean <u_i, u_j>",
+            &lines,
+            x_max,
+            dark,
+        ) {
+            lab.error.set(Some(format!("could not draw the particles chart: {e}")));
+        }
+    });
+    let flow_text = move || match flow.get() {
+        None => {
+            "Brownian motion or interacting particles? Fitted when the run ends (it takes about a second).".to_string()
+        }
+        Some(Err(e)) => format!("No particle fit: {e}"),
+        Some(Ok(f)) => {
+            let (winner, loser) = if f.better == "particles" {
+                ("The particles' attention flow", "Brownian motion")
+            } else {
+                ("Brownian motion", "the particles' attention flow")
+            };
+            format!(
+                "{winner} fits the first {} tokens better than {loser}: root-mean-square error {:.3} for Brownian motion \
+                 (D = {:.2e}) against {:.3} for particles moved by attention (β = {:.2}, {:.2e} flow time per step), over \
+                 both curves (mean cosine to the start and mean inner product of pairs). At the last snapshot the angles \
+                 to the start differ from Brownian walkers' by KS {:.2} and from the flow's by KS {:.2} (5% critical value {:.2}).",
+                f.points, f.rmse_brownian, f.diffusion, f.rmse_particles, f.beta, f.time_scale, f.ks_brownian, f.ks_particles, f.ks_critical
+            ) + if f.time_at_limit {
+                " The flow's fit uses all the flow time it was given: the tokens keep moving after the flow has pulled them into clusters."
+            } else {
+                ""
+            }
+        }
+    };
+    let flow_value = move |g: fn(&engine::session::Flow) -> String| {
+        move || flow.with(|f| f.as_ref().and_then(|f| f.as_ref().ok()).map(g))
+    };
     view! {
         <section id="panel-brownian" class="panel" aria-labelledby="brownian-title">
             <h2 id="brownian-title">"Brownian or not?"</h2>
@@ -390,8 +437,57 @@ pub fn BrownianPanel(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                 role="img"
                 aria-label="mean squared displacement from the start over training: tokens, closed form and Brownian walkers"
             ></canvas>
+            <h3>"Brownian motion or interacting particles?"</h3>
+            <p class="note">
+                "Independent Brownian motions pull token pairs apart: their mean inner product decays to 0. Tokens moved by "
+                "attention as interacting particles (Geshkovski et al.) are pulled together into clusters: it grows towards 1. "
+                "Both models start from the first snapshot's tokens and are fitted to the same two curves; the particles "
+                "(diamonds in the sphere view, with the ghosts on) are where the fitted flow takes the tokens."
+            </p>
+            <p
+                id="brownian-flow"
+                class="stats-line"
+                data-better=flow_value(|f| f.better.clone())
+                data-depth=flow_value(|f| f.depth.to_string())
+                data-rmse-brownian=flow_value(|f| f.rmse_brownian.to_string())
+                data-rmse-particles=flow_value(|f| f.rmse_particles.to_string())
+                data-beta=flow_value(|f| f.beta.to_string())
+            >
+                {flow_text}
+            </p>
+            <PngButton canvas="brownian-flow-chart" file="spherewalk-particles.png" />
+            <canvas
+                id="brownian-flow-chart"
+                node_ref=flow_ref
+                width="760"
+                height="300"
+                role="img"
+                aria-label="mean inner product of token pairs over training: tokens, Brownian motion and the particles' attention flow"
+                data-points=move || flow.with(|f| f.as_ref().and_then(|f| f.as_ref().ok()).map(|f| f.times.len()).unwrap_or(0))
+            ></canvas>
         </section>
     }
+}
+
+/// The particles chart: the tokens' mean pairwise inner product (dots) and each fitted model's.
+fn flow_lines(f: &engine::session::Flow) -> (Vec<Line>, f64) {
+    // Every curve starts at the first frame, from the tokens' own value.
+    let pts = |ys: &[f64]| {
+        std::iter::once((0.0, f.inner_start)).chain(f.times.iter().copied().zip(ys.iter().copied())).collect()
+    };
+    let line = |label: String, color: usize, points: Vec<(f64, f64)>, dots: bool| Line {
+        label,
+        color: PALETTE[color],
+        width: 2,
+        points,
+        dots,
+    };
+    let lines = vec![
+        line("tokens".into(), 0, pts(&f.mean_inner), true),
+        line(format!("Brownian motion, D = {:.2e}", f.diffusion), 2, pts(&f.brownian_inner), false),
+        line(format!("particles' attention flow, β = {:.2}", f.beta), 3, pts(&f.particles_inner), false),
+    ];
+    (lines, f.times.last().copied().unwrap_or(1.0))
 }
 
 /// Which of the Brownian panel's two charts.

@@ -37,6 +37,8 @@ pub struct Scene<'a> {
     pub labels: &'a [String],
     /// Brownian ghost walkers (unit vectors).
     pub ghosts: &'a [[f64; 3]],
+    /// Where the fitted particle flow puts the tokens (unit vectors), drawn beside the ghosts.
+    pub particles: &'a [[f64; 3]],
     /// The selected token and its attention row P_i (one weight per token).
     pub chain: Option<(usize, &'a [f64])>,
     /// The selected token's random walkers, where they are now.
@@ -52,6 +54,7 @@ pub struct Drawn {
     pub points: usize,
     pub labels: usize,
     pub ghosts: usize,
+    pub particles: usize,
     pub arcs: usize,
     /// Screen positions (CSS pixels) and depth (z > 0: near) of the tokens: clicks select the nearest.
     pub screen: Vec<(f64, f64, f64)>,
@@ -173,6 +176,22 @@ pub fn draw(
         circle(&ctx, x, y, if z >= 0.0 { 5.5 } else { 3.5 })?;
         ctx.stroke();
         drawn.ghosts += 1;
+    }
+    // Particles of the fitted attention flow: hollow diamonds.
+    for &p in s.particles {
+        let (x, y, z) = f.project(p);
+        let r = if z >= 0.0 { 6.0 } else { 4.0 };
+        ctx.set_global_alpha(if z >= 0.0 { 0.9 } else { 0.35 });
+        ctx.set_stroke_style_str(muted);
+        ctx.set_line_width(1.5);
+        ctx.begin_path();
+        ctx.move_to(x, y - r);
+        ctx.line_to(x + r, y);
+        ctx.line_to(x, y + r);
+        ctx.line_to(x - r, y);
+        ctx.close_path();
+        ctx.stroke();
+        drawn.particles += 1;
     }
     // Trails: each token's path through the earlier frames, as great-circle arcs fading with age.
     let frames = s.trail.len();

@@ -247,6 +247,16 @@ pub fn SphereView(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                 }),
                 _ => Vec::new(),
             };
+            // The fitted flow's particles, with the ghosts, once the run has ended.
+            let particle_points: Vec<[f64; 3]> = match (ghosts.get(), time.get()) {
+                (true, None) => lab.panels.with(|s| {
+                    s.as_ref()
+                        .and_then(|s| s.flow.as_ref()?.as_ref().ok().filter(|f| f.depth == depth.min(s.layers)))
+                        .map(|f| f.particles.chunks_exact(3).map(|g| [g[0] as f64, g[1] as f64, g[2] as f64]).collect())
+                        .unwrap_or_default()
+                }),
+                _ => Vec::new(),
+            };
             let walkers = walker_points(&m.now);
             let no_trail: Vec<Vec<[f64; 3]>> = Vec::new();
             let caption = lab.panels.with(|s| {
@@ -265,6 +275,7 @@ pub fn SphereView(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                             colors,
                             labels,
                             ghosts: &ghost_points,
+                            particles: &particle_points,
                             chain: row.as_ref().map(|(i, r)| (*i, r.as_slice())),
                             walkers: &walkers,
                             caption: caption.unwrap_or_default(),
@@ -501,6 +512,7 @@ pub fn SphereView(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                 data-points=move || drawn.with(|d| d.points)
                 data-labels=move || drawn.with(|d| d.labels)
                 data-ghosts=move || drawn.with(|d| d.ghosts)
+                data-particles=move || drawn.with(|d| d.particles)
                 data-arcs=move || drawn.with(|d| d.arcs)
                 data-selected=move || lab.selected.get().map(|i| i.to_string()).unwrap_or_default()
                 data-arc-row=move || row.with(|r| r.as_ref().map(|(_, r)| join(r.iter().copied())).unwrap_or_default())
@@ -537,6 +549,7 @@ pub fn SphereView(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                 }}
                 <span class="key">"␣ space, ↵ newline"</span>
                 <Show when=move || ghosts.get()><span class="key"><i class="ring"></i>"Brownian ghost"</span></Show>
+                <Show when=move || ghosts.get() && drawn.with(|d| d.particles > 0)><span class="key"><i class="diamond"></i>"particle (fitted attention flow)"</span></Show>
                 <Show when=move || lab.selected.get().is_some()><span class="key"><i class="ring walker"></i>"walker on the chain"</span></Show>
             </div>
             <p id="sphere-note" class="note">

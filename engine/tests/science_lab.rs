@@ -61,9 +61,14 @@ fn sphere_json_has_radius_kernel_entropy_and_fits() {
     }
     let fits = v["training_fits"].as_array().unwrap();
     assert_eq!(fits.len(), 6, "two depths x three phases");
-    for fit in fits {
+    for fit in fits.iter().chain(std::iter::once(&v["depth_fit"])) {
         assert!(fit["error"].is_null(), "{fit}");
         assert!(f(&fit["diffusion"]) > 0.0, "{fit}");
+        // Both models fitted to the same curves, the better named by the smaller error.
+        let flow = &fit["flow"];
+        let (b, p) = (f(&flow["brownian"]["rmse"]), f(&flow["particles"]["rmse"]));
+        assert!(b.is_finite() && p.is_finite() && f(&flow["beta"]) > 0.0, "{flow}");
+        assert_eq!(flow["better"], if p < b { "particles" } else { "brownian" }, "{flow}");
     }
     // Walkers through the head-averaged chain of the causal model: their share per token follows
     // the exact product of the chains, and they only ever move towards position 0.
@@ -118,6 +123,8 @@ fn quick_report_writes_figures_and_answers_each_claim() {
         "keeps falling",
         "Ito",
         "Second-order",
+        "interacting particles",
+        "Muon and SOAP",
         "hold across seeds",
     ] {
         assert!(md.contains(claim), "{claim} missing:\n{md}");

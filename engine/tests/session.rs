@@ -314,3 +314,24 @@ fn a_non_finite_gpu_step_is_skipped_on_the_device() {
     assert_eq!(after.params, before.params, "the weights are those of the last good step");
     assert_eq!(after.optimizer, before.optimizer, "and so is the optimizer state");
 }
+
+/// Brownian motion or particles (`Session::flow`): refused before three frames, then a fit of the
+/// probe row's first tokens with one particle per token in the sphere view's basis, kept until a
+/// new frame comes.
+#[test]
+fn the_flow_fit_needs_three_frames_and_draws_one_particle_per_token() {
+    let mut s =
+        block_on(Session::new(experiment(config(OptimizerConfig::adam(), 12), BackendChoice::Cpu), BUDGET)).unwrap();
+    let err = s.flow(0).unwrap_err().to_string();
+    assert!(err.contains("three or more probe frames"), "{err}");
+    run_to_end(&mut s);
+    let f = s.flow(1).unwrap();
+    assert_eq!((f.depth, f.points, f.times.len()), (1, 24, s.probe().frames().len() - 1));
+    assert_eq!(f.particles.len(), 3 * f.points);
+    for p in f.particles.chunks_exact(3) {
+        assert!((p.iter().map(|x| x * x).sum::<f32>() - 1.0).abs() < 1e-5, "a particle off the unit sphere: {p:?}");
+    }
+    assert!(f.rmse_brownian.is_finite() && f.rmse_particles.is_finite() && f.beta > 0.0);
+    assert_eq!(f.better, if f.rmse_particles < f.rmse_brownian { "particles" } else { "brownian" });
+    assert_eq!(s.flow(1).unwrap(), f, "the same frames give the same fit");
+}

@@ -5,6 +5,7 @@
 //! - `markov`: an attention matrix as a Markov transition matrix (powers, spectrum, entropy, kernel).
 //! - `brownian`: Brownian motion on a sphere, simulated two ways, with its closed forms.
 //! - `fit`: an effective diffusion coefficient for token trajectories, and how well it explains them.
+//! - `flow_fit`: Brownian diffusion against the particles' attention flow, fitted to the same curves.
 //! - `ito`: Ito's lemma by Monte Carlo for |B|^2.
 //! - `particles`: tokens as interacting particles on the sphere (Geshkovski et al.), their clustering.
 //! - `joma`: JoMA's toy dynamics and the dip-and-rebound summary of entropy curves.
@@ -16,6 +17,7 @@
 pub mod brownian;
 pub mod cache;
 pub mod fit;
+pub mod flow_fit;
 pub mod ito;
 pub mod joma;
 pub mod markov;

@@ -15,6 +15,7 @@ use rand_distr::{Distribution, StandardNormal};
 use serde::Serialize;
 
 use crate::error::{Error, Result};
+use crate::nn::matmul::{gemm, MatMut, MatRef};
 use crate::rng::{rng, Stream};
 
 /// Inner product above which a pair counts as clustered.
@@ -102,24 +103,20 @@ impl Particles {
     }
 }
 
-/// The attention of every point: `y_i = sum_j softmax_j(beta <x_i, x_j>) x_j`, (n, d).
+/// The attention of every point: `y_i = sum_j softmax_j(beta <x_i, x_j>) x_j`, (n, d), as two
+/// matrix products around a row softmax.
 fn attend(p: &Particles, x: &[f64], beta: f64, y: &mut [f64]) {
     let (n, d) = (p.n, p.d);
-    let mut w = vec![0.0; n];
-    for i in 0..n {
-        let xi = &x[i * d..(i + 1) * d];
-        for (j, wj) in w.iter_mut().enumerate() {
-            *wj = beta * dot(xi, &x[j * d..(j + 1) * d]);
-        }
-        let m = w.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        w.iter_mut().for_each(|v| *v = (*v - m).exp());
-        let z: f64 = w.iter().sum();
-        let yi = &mut y[i * d..(i + 1) * d];
-        yi.fill(0.0);
-        for (j, &wj) in w.iter().enumerate() {
-            yi.iter_mut().zip(&x[j * d..(j + 1) * d]).for_each(|(a, &b)| *a += wj / z * b);
-        }
+    let mut w = vec![0.0; n * n];
+    let xm = MatRef::new(x, n, d);
+    gemm(beta, xm, xm.t(), 0.0, MatMut::new(&mut w, n, n));
+    for row in w.chunks_exact_mut(n) {
+        let m = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        row.iter_mut().for_each(|v| *v = (*v - m).exp());
+        let z: f64 = row.iter().sum();
+        row.iter_mut().for_each(|v| *v /= z);
     }
+    gemm(1.0, MatRef::new(&w, n, n), xm, 0.0, MatMut::new(y, n, d));
 }
 
 /// The flow's velocity at `x`: the attention output projected onto each point's tangent space.

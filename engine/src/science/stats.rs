@@ -52,6 +52,13 @@ impl FromIterator<f64> for Moments {
     }
 }
 
+/// The 5% critical value of the two-sample Kolmogorov-Smirnov distance for n and m samples
+/// (the asymptotic 1.358 sqrt((n + m) / (n m))).
+pub fn ks_critical(n: usize, m: usize) -> f64 {
+    let (n, m) = (n.max(1) as f64, m.max(1) as f64);
+    1.358 * ((n + m) / (n * m)).sqrt()
+}
+
 /// Two-sample Kolmogorov-Smirnov distance `sup_x |F_a(x) - F_b(x)|` between empirical CDFs.
 /// NaNs are dropped (they have no place on the line); an empty sample gives NaN.
 pub fn ks_distance(a: &[f64], b: &[f64]) -> f64 {

@@ -28,7 +28,7 @@ use crate::science::probe::Probe;
 use crate::train::Trainer;
 
 pub use experiment::{BackendChoice, Experiment, ProbeSchedule};
-pub use panels::{Brownian, EntropyPoint, Panels};
+pub use panels::{Brownian, EntropyPoint, Flow, Panels};
 pub use runner::Runner;
 pub use summary::Summary;
 pub use verdicts::{Agreement, Verdict, Verdicts};
@@ -103,6 +103,8 @@ pub struct Session {
     backend: String,
     notices: Vec<String>,
     components: Vec<Option<Vec<f64>>>,
+    /// The last flow comparison, kept while the probe history is the same.
+    flow: Option<Flow>,
 }
 
 impl Session {
@@ -148,6 +150,7 @@ impl Session {
             backend: String::new(),
             notices: Vec::new(),
             components: Vec::new(),
+            flow: None,
         };
         s.set_line(backend, choice);
         if step == 0 && s.metrics.val.is_empty() {
@@ -275,6 +278,26 @@ impl Session {
     pub fn panels(&mut self, depth: usize) -> Result<Panels> {
         let seed = self.exp.train.seed;
         panels::panels(&self.probe, &self.entropy, self.symbols.clone(), &mut self.components, depth, seed)
+    }
+
+    /// Brownian motion or interacting particles for the first probe row at `depth`, over the
+    /// recorded frames (about a second of compute; kept until a new frame is recorded). The sphere
+    /// view's basis for `depth` comes from the panels.
+    pub fn flow(&mut self, depth: usize) -> Result<Flow> {
+        let last = self.probe.frames().last().map_or(0, |f| f.step);
+        if let Some(f) = self.flow.as_ref().filter(|f| f.depth == depth && f.step == last) {
+            return Ok(f.clone());
+        }
+        if self.probe.frames().len() < 3 {
+            return Err(Error::Data("the flow fit needs three or more probe frames".into()));
+        }
+        if self.components.get(depth).is_none_or(|c| c.is_none()) {
+            self.panels(depth)?;
+        }
+        let basis = self.components[depth].clone().unwrap_or_default();
+        let f = panels::flow(&self.probe, depth, &basis, self.exp.train.seed)?;
+        self.flow = Some(f.clone());
+        Ok(f)
     }
 
     /// The run's summary: the same fields as the last line of `lab train --json`.

@@ -9,9 +9,11 @@ use crate::config::ModelConfig;
 use crate::error::Result;
 use crate::science::brownian::Scheme;
 use crate::science::fit::{compare_with_brownian, fit_diffusion, fit_diffusion_ml};
+use crate::science::flow_fit::compare_flow;
 use crate::science::markov;
 use crate::science::probe::{Frame, Probe};
 use crate::science::sphere;
+use crate::science::stats::ks_critical;
 use crate::session::verdicts::{self, Verdicts};
 
 /// Attention entropy of the probe rows at one recorded step.
@@ -72,6 +74,83 @@ pub struct Brownian {
     pub ghosts: Vec<f32>,
 }
 
+/// Brownian motion or interacting particles (`science::flow_fit`): the first probe row's tokens at
+/// one depth over every recorded frame, against Brownian motion and against the attention flow
+/// started from the same points, each fitted to the same two curves.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Flow {
+    pub depth: usize,
+    /// The step of the last frame it used.
+    pub step: usize,
+    pub points: usize,
+    /// Training steps since the first frame; the tokens' mean cosine to their start and mean
+    /// pairwise inner product at those times, and each model's.
+    pub times: Vec<f64>,
+    pub mean_cos: Vec<f64>,
+    pub mean_inner: Vec<f64>,
+    /// The pairs' mean inner product at the first frame, where every model starts.
+    pub inner_start: f64,
+    pub brownian_cos: Vec<f64>,
+    pub brownian_inner: Vec<f64>,
+    pub particles_cos: Vec<f64>,
+    pub particles_inner: Vec<f64>,
+    pub diffusion: f64,
+    /// The flow's fitted inverse temperature and model time per training step.
+    pub beta: f64,
+    pub time_scale: f64,
+    /// The fit used all the flow time searched: the tokens keep moving where the flow has settled.
+    pub time_at_limit: bool,
+    pub rmse_brownian: f64,
+    pub rmse_particles: f64,
+    /// KS distances of the angles to the start at the last frame, and the 5% critical value.
+    pub ks_brownian: f64,
+    pub ks_particles: f64,
+    pub ks_critical: f64,
+    /// "particles" or "brownian": the smaller RMSE.
+    pub better: String,
+    /// Where the fitted flow takes the tokens by the last frame, in the sphere view's basis (unit
+    /// 3-vectors, flattened), beside the Brownian ghosts.
+    pub particles: Vec<f32>,
+}
+
+/// Tokens the page fits the flow on (a fit takes about a second natively at 32).
+pub const FLOW_POINTS: usize = 32;
+
+/// The flow comparison of the first probe row's tokens at `depth`, projected on `basis`.
+pub fn flow(probe: &Probe, depth: usize, basis: &[f64], seed: u64) -> Result<Flow> {
+    let cfg = probe.config();
+    let (dim, row) = (cfg.d_model, cfg.context);
+    let (frames, times) = probe.trajectory(depth, 0..probe.frames().len())?;
+    let frames: Vec<Vec<f64>> = frames.into_iter().map(|f| f[..row * dim].to_vec()).collect();
+    let c = compare_flow(&frames, &times, dim, FLOW_POINTS, seed)?;
+    let mut particles = Vec::new();
+    apply(basis, dim, &c.particles_end, &mut particles);
+    Ok(Flow {
+        depth,
+        step: probe.frames().last().map_or(0, |f| f.step),
+        points: c.points,
+        times: c.times,
+        mean_cos: c.mean_cos,
+        mean_inner: c.mean_inner,
+        inner_start: c.inner_start,
+        brownian_cos: c.brownian.mean_cos,
+        brownian_inner: c.brownian.mean_inner,
+        particles_cos: c.particles.mean_cos,
+        particles_inner: c.particles.mean_inner,
+        diffusion: c.diffusion,
+        beta: c.beta,
+        time_scale: c.time_scale,
+        time_at_limit: c.time_at_limit,
+        rmse_brownian: c.brownian.rmse,
+        rmse_particles: c.particles.rmse,
+        ks_brownian: c.brownian.ks_last,
+        ks_particles: c.particles.ks_last,
+        ks_critical: c.ks_critical,
+        better: c.better.to_string(),
+        particles,
+    })
+}
+
 /// Everything the panels draw at one moment. The bulk arrays (`sphere`, `attention`) travel to the
 /// page as typed arrays, the rest as a JS object.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -99,6 +178,8 @@ pub struct Panels {
     pub entropy: Vec<EntropyPoint>,
     /// None with fewer than three frames; the error says why no comparison could be made.
     pub brownian: Option<std::result::Result<Brownian, String>>,
+    /// Brownian motion or particles: fitted once the run has ended (`Session::flow`), else None.
+    pub flow: Option<std::result::Result<Flow, String>>,
     /// The claims each panel tests, answered in words.
     pub verdicts: Verdicts,
 }
@@ -219,7 +300,7 @@ fn brownian(probe: &Probe, depth: usize, basis: &[f64], seed: u64) -> Result<Bro
         diffusion: fit.diffusion,
         diffusion_ml: ml.diffusion,
         diffusion_ci: [ml.ci_low, ml.ci_high],
-        ks_critical: verdicts::ks_critical(points, points),
+        ks_critical: ks_critical(points, points),
         r_squared: fit.r_squared,
         ks: cmp.frames.last().map_or(f64::NAN, |c| c.ks),
         msd_closed_form: fit.times.iter().map(|&t| process.chord_msd(t)).collect(),

@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 use crate::science::joma::{self, CurveSummary};
-use crate::session::Session;
+use crate::session::{Flow, Session};
 
 /// The Brownian comparison's numbers at one depth (the page's panel draws the curves).
 #[derive(Clone, Debug, Serialize)]
@@ -49,6 +49,9 @@ pub struct Summary {
     pub brownian: Vec<BrownianSummary>,
     /// Per layer, the shape of the probe row's mean attention entropy over training (JoMA).
     pub entropy: Vec<CurveSummary>,
+    /// Brownian motion or particles at one depth, when asked for (`lab train --flow DEPTH`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub flow: Option<Flow>,
 }
 
 impl Summary {
@@ -116,6 +119,7 @@ impl Summary {
             probe_every: s.probe().every(),
             brownian,
             entropy,
+            flow: None,
         }
     }
 }

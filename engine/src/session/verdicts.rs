@@ -47,12 +47,6 @@ pub struct Verdicts {
 /// R² from which the straight decay of ln E[cos θ] counts as explaining the tokens' motion.
 pub const GOOD_R2: f64 = 0.9;
 
-/// The 5% critical value of the two-sample Kolmogorov-Smirnov distance for n and m samples.
-pub fn ks_critical(n: usize, m: usize) -> f64 {
-    let (n, m) = (n.max(1) as f64, m.max(1) as f64);
-    1.358 * ((n + m) / (n * m)).sqrt()
-}
-
 /// Three significant digits, in scientific notation when small or large.
 fn sig(x: f64) -> String {
     if x != 0.0 && !(1e-2..1e3).contains(&x.abs()) {
@@ -302,6 +296,7 @@ pub fn joma(entropy: &[EntropyPoint], nonlinear: bool) -> Vec<Verdict> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::science::stats::ks_critical;
 
     fn fit(r_squared: f64, ks: f64, mean_cos: Vec<f64>) -> Brownian {
         let times = (0..mean_cos.len()).map(|t| t as f64).collect();

@@ -266,8 +266,77 @@ pub(super) fn claims(
             verdict: yes(ito_ok),
         },
     ];
+    out.push(flow_claim(sphere));
     out.push(race_claim(race));
+    out.push(first_order_claim(race));
     out
+}
+
+/// Muon and SOAP (SCIENCE.md §9) against CG-FAC in the same race: steps and seconds to target.
+pub(super) fn first_order_claim(race: Option<&serde_json::Value>) -> Claim {
+    let claim = "Muon and SOAP reach the target in fewer steps and seconds than CG-FAC";
+    let Some(race) = race else {
+        return Claim { claim, measured: "not run: lab race ... --json > DIR/race.json".into(), verdict: "not run" };
+    };
+    let get = |name: &str, key: &str| -> Option<f64> {
+        race["optimizers"].as_array()?.iter().find(|o| o["name"] == name)?["summary"][key][0].as_f64()
+    };
+    let Some((cg_steps, cg_secs)) = get("cgfac", "steps_to_target").zip(get("cgfac", "seconds_to_target")) else {
+        return Claim {
+            claim,
+            measured: "CG-FAC did not reach the target (or did not run)".into(),
+            verdict: "inconclusive",
+        };
+    };
+    let mut wins = (0, 0);
+    let measured = ["muon", "soap"]
+        .iter()
+        .map(|&n| match get(n, "steps_to_target").zip(get(n, "seconds_to_target")) {
+            Some((st, se)) => {
+                wins.0 += 1;
+                wins.1 += usize::from(st < cg_steps && se < cg_secs);
+                format!("{n}: {st:.0} steps, {se:.2} s")
+            }
+            None => format!("{n}: did not reach the target (or did not run)"),
+        })
+        .chain(std::iter::once(format!("cgfac: {cg_steps:.0} steps, {cg_secs:.2} s")))
+        .collect::<Vec<_>>()
+        .join("; ");
+    let verdict = match wins {
+        (0, _) => "inconclusive",
+        (n, w) if w == n => "agrees",
+        (_, 0) => "disagrees",
+        _ => "partly",
+    };
+    Claim { claim, measured, verdict }
+}
+
+/// Geshkovski et al.'s particles against Brownian motion, over training and through depth.
+pub(super) fn flow_claim(sphere: &SphereReport) -> Claim {
+    let claim = "Tokens move like interacting particles (the attention flow) rather than Brownian motion";
+    let all: Vec<&Fit> = sphere.training_fits.iter().chain(std::iter::once(&sphere.depth_fit)).collect();
+    let flows: Vec<_> = all.iter().filter_map(|f| f.flow.as_ref().map(|c| (f, c))).collect();
+    if flows.is_empty() {
+        return Claim { claim, measured: "no trajectory could be fitted".into(), verdict: "not measurable" };
+    }
+    let wins = flows.iter().filter(|(_, c)| c.better == "particles").count();
+    let depth = sphere.depth_fit.flow.as_ref().map_or("not fitted".to_string(), |c| {
+        format!(
+            "{} (RMSE {:.3} Brownian, {:.3} particles at beta {:.1})",
+            c.better, c.brownian.rmse, c.particles.rmse, c.beta
+        )
+    });
+    let measured = format!(
+        "the flow fits better in {wins} of {} trajectories (layer x phase over training, and depth); through depth: \
+         {depth}",
+        flows.len()
+    );
+    let verdict = match wins {
+        0 => "disagrees",
+        w if 2 * w > flows.len() => "agrees",
+        _ => "partly",
+    };
+    Claim { claim, measured, verdict }
 }
 
 /// Within-chunk mass of the best layer at the end of a hierarchy run.

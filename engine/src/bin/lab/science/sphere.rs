@@ -9,6 +9,7 @@ use engine::model::{Cache, Model};
 use engine::nn::layer_norm::EPS;
 use engine::science::brownian::Scheme;
 use engine::science::fit::{compare_with_brownian, fit_diffusion, fit_diffusion_ml};
+use engine::science::flow_fit::{compare_flow, FlowComparison, MAX_POINTS};
 use engine::science::probe::Probe;
 use engine::science::sphere::{affine_drift, radius_stats, AffineDrift, RadiusStats};
 use engine::science::{cache, markov, walkers};
@@ -84,6 +85,8 @@ pub(super) struct Fit {
     pub(super) ks_max: Option<f64>,
     /// Why a number is missing (e.g. the points did not move, so there is no D to simulate).
     pub(super) error: Option<String>,
+    /// Brownian diffusion against the particles' attention flow, fitted to the same curves.
+    pub(super) flow: Option<FlowComparison>,
 }
 
 pub(super) fn fit(frames: &[Vec<f64>], times: &[f64], dim: usize, layer: Option<usize>, phase: &str) -> Fit {
@@ -100,6 +103,7 @@ pub(super) fn fit(frames: &[Vec<f64>], times: &[f64], dim: usize, layer: Option<
         ks_mean: None,
         ks_max: None,
         error: None,
+        flow: None,
     };
     let f = match fit_diffusion(frames, times, dim) {
         Ok(f) => f,
@@ -112,6 +116,10 @@ pub(super) fn fit(frames: &[Vec<f64>], times: &[f64], dim: usize, layer: Option<
     out.r_squared = f.r_squared.is_finite().then_some(f.r_squared);
     if let Ok(ml) = fit_diffusion_ml(frames, times, dim) {
         (out.diffusion_ml, out.diffusion_ci) = (Some(ml.diffusion), Some([ml.ci_low, ml.ci_high]));
+    }
+    match compare_flow(frames, times, dim, MAX_POINTS, 0) {
+        Ok(flow) => out.flow = Some(flow),
+        Err(e) => out.error = Some(e.to_string()),
     }
     match compare_with_brownian(frames, times, &f, Scheme::EulerMaruyama, 0) {
         Ok(cmp) => {
@@ -354,6 +362,31 @@ pub(super) fn print_sphere(rep: &SphereReport) {
             opt(f.ks_mean),
             opt(f.ks_max),
             f.error.as_deref().unwrap_or("")
+        );
+    }
+    println!(
+        "\nBrownian diffusion or the particles' attention flow (RMSE over E[cos] and the pairs' mean inner product; \
+         * the flow's whole time used):"
+    );
+    let head = ["layer", "phase", "Brownian", "particles", "beta", "scale", "KS B", "KS p", "better"];
+    println!(
+        "{:>5} {:>6} {:>10} {:>10} {:>7} {:>9} {:>6} {:>6} {:>10}",
+        head[0], head[1], head[2], head[3], head[4], head[5], head[6], head[7], head[8]
+    );
+    for f in rep.training_fits.iter().chain(std::iter::once(&rep.depth_fit)) {
+        let Some(c) = &f.flow else { continue };
+        println!(
+            "{:>5} {:>6} {:>10.3e} {:>10.3e} {:>7.2} {:>9.3e}{} {:>6.3} {:>6.3} {:>10}",
+            f.layer.map_or("all".into(), |l| l.to_string()),
+            f.phase,
+            c.brownian.rmse,
+            c.particles.rmse,
+            c.beta,
+            c.time_scale,
+            if c.time_at_limit { "*" } else { " " },
+            c.brownian.ks_last,
+            c.particles.ks_last,
+            c.better
         );
     }
 }
