@@ -11,6 +11,7 @@ use crate::model::{Cache, Grads, Model};
 use crate::nn::matmul::{gemm, MatMut, MatRef};
 use crate::optim::Optimizer;
 use crate::rng::{rng, Stream};
+use crate::train::shards::{Shards, SHARDS};
 
 /// Vocabulary of the benchmark models (as in bench/pytorch_reference.py).
 pub const VOCAB: usize = 64;
@@ -38,7 +39,9 @@ pub struct StepRow {
     pub params: usize,
     pub ms_per_step: f64,
     pub tokens_per_s: f64,
-    /// This optimizer's step time over Adam's at the same size, measured in the same run.
+    /// Threads the step's shards ran on (`train::shards`).
+    pub threads: usize,
+    /// This step time over Adam's on one thread at the same size, measured in the same run.
     pub vs_adam: f64,
 }
 
@@ -54,12 +57,13 @@ pub fn model_config(s: &Size) -> ModelConfig {
     ModelConfig { vocab: VOCAB, ..ModelConfig::sized(s.d_model, s.layers, s.heads, s.context) }
 }
 
-/// Median time of a full training step (forward, backward, clip, optimizer) over `iters` steps.
-pub fn step_time(s: &Size, opt: &OptimizerConfig, iters: usize) -> Result<StepRow> {
+/// Median time of a full training step (forward, backward, clip, optimizer) over `iters` steps,
+/// run as the trainer runs it: in data-parallel shards on `threads` threads.
+pub fn step_time(s: &Size, opt: &OptimizerConfig, iters: usize, threads: usize) -> Result<StepRow> {
     let cfg = model_config(s);
     let mut model = Model::<f32>::new(cfg.clone())?;
-    let mut cache = Cache::new(&cfg, s.batch);
-    let mut grads = Grads::new(&model, s.batch);
+    let mut shards = Shards::new(&model, s.batch, if opt.second_order().is_some() { 1 } else { SHARDS });
+    shards.set_threads(threads);
     let mut optimizer = Optimizer::new(opt, &model);
     let mut r = rng(0, Stream::TrainBatch, 0);
     let n = s.batch * s.context;
@@ -68,10 +72,9 @@ pub fn step_time(s: &Size, opt: &OptimizerConfig, iters: usize) -> Result<StepRo
     let mut times = Vec::with_capacity(iters);
     for i in 0..iters + 2 {
         let start = Instant::now();
-        model.forward(&mut cache, &tokens, &targets)?;
-        model.backward(&cache, &mut grads);
-        crate::optim::clip::clip(&mut grads.data, 1.0);
-        optimizer.step(&mut model, &grads, &cache, 1e-3, 1.0)?;
+        shards.forward_backward(&model, &tokens, &targets)?;
+        crate::optim::clip::clip(&mut shards.grads_mut().data, 1.0);
+        optimizer.step(&mut model, shards.grads(), shards.cache(), 1e-3, 1.0)?;
         if i >= 2 {
             times.push(start.elapsed().as_secs_f64());
         }
@@ -84,17 +87,24 @@ pub fn step_time(s: &Size, opt: &OptimizerConfig, iters: usize) -> Result<StepRo
         params: model.num_params(),
         ms_per_step: median * 1e3,
         tokens_per_s: n as f64 / median,
+        threads: shards.threads(),
         vs_adam: f64::NAN,
     })
 }
 
-/// Step times of every optimizer at every size, with the ratio to Adam at that size.
-pub fn step_table(iters: usize) -> Result<Vec<StepRow>> {
+/// Step times of every optimizer at every size on one thread, then the first-order ones on
+/// `threads`, each with the ratio to Adam on one thread at that size.
+pub fn step_table(iters: usize, threads: usize) -> Result<Vec<StepRow>> {
     let mut rows = Vec::new();
     for s in &SIZES {
         let first = rows.len();
-        for name in ["adam", "sgd", "kfac", "cgfac"] {
-            rows.push(step_time(s, &OptimizerConfig::named(name)?, iters)?);
+        for name in OptimizerConfig::NAMES.iter().filter(|&&n| n != "sgd").chain(&["sgd"]) {
+            rows.push(step_time(s, &OptimizerConfig::named(name)?, iters, 1)?);
+        }
+        if threads > 1 {
+            for name in ["adam", "muon"] {
+                rows.push(step_time(s, &OptimizerConfig::named(name)?, iters, threads)?);
+            }
         }
         let adam = rows[first].ms_per_step;
         rows[first..].iter_mut().for_each(|r| r.vs_adam = r.ms_per_step / adam);

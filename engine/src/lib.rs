@@ -10,14 +10,17 @@
 //! - `model`: the Pre-LN transformer: `architecture` (its layer sequence and linear layers, written
 //!   once for the CPU, the GPU and the curvature sites), `params` (one flat buffer with named views),
 //!   `cache` (what a forward pass keeps), and the forward and backward passes.
-//! - `optim`: SGD with momentum, AdamW, clipping, schedules, and K-FAC / CG-FAC (`second_order`).
-//! - `train`: one training step at a time; `checkpoint`: safetensors on disk; `memory`: what a run
+//! - `optim`: SGD with momentum, AdamW, Muon, SOAP, clipping, schedules, and K-FAC / CG-FAC
+//!   (`second_order`).
+//! - `train`: one training step at a time, the batch in data-parallel `shards` whose result does not
+//!   depend on the thread count; `checkpoint`: safetensors on disk; `memory`: what a run
 //!   needs, refused before allocation when over the budget.
 //! - `session`: an experiment (the whole run as JSON) trained with probes on a step schedule, CPU/GPU
 //!   choice and failover, non-finite pause-and-keep, the panels and the summary: what the page's
 //!   worker, `lab train` and `window.spherewalk` all drive.
 //! - `gpu` (feature `gpu`): the same step in WGSL kernels through wgpu, checked against the CPU.
-//! - `science`: tokens on the sphere, attention as a Markov chain, Brownian and JoMA references.
+//! - `science`: tokens on the sphere, attention as a Markov chain, Brownian, particle and JoMA
+//!   references.
 //! - `gradcheck` and `bench`: how we know it is right and how fast it is.
 
 pub mod checkpoint;

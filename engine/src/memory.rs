@@ -7,6 +7,7 @@ use serde::Serialize;
 
 use crate::config::{ModelConfig, OptimizerConfig, TrainConfig};
 use crate::error::{Error, Result};
+use crate::train::shards::SHARDS;
 
 /// The default budget: what a browser tab can give a worker in wasm32, and a generous share of a
 /// workstation natively (`lab train --memory-limit` changes it).
@@ -89,6 +90,17 @@ fn optimizer_floats(cfg: &TrainConfig, params: u64) -> Result<u64> {
             let largest = (m.d_model as u64).max(m.d_ff as u64) * m.d_model as u64;
             sum(&[mul(&[3, params])?, mul(&[2, largest])?])?
         }
+        // AdamW's two moments over all parameters, and per linear layer its factors L and R, their
+        // bases and two (dout, din) moments; two scratch matrices of the largest layer.
+        OptimizerConfig::Soap(_) => {
+            let (c, f, v) = (m.d_model as u64, m.d_ff as u64, m.vocab as u64);
+            let site = |din: u64, dout: u64| -> Result<u64> {
+                sum(&[mul(&[2, din, din])?, mul(&[2, dout, dout])?, mul(&[2, dout, din])?])
+            };
+            let block = sum(&[mul(&[4, site(c, c)?])?, site(c, f)?, site(f, c)?])?;
+            let largest = f.max(v).max(c) * c;
+            sum(&[mul(&[m.layers as u64, block])?, site(c, v)?, mul(&[2, params])?, mul(&[2, largest])?])?
+        }
         OptimizerConfig::Kfac(_) | OptimizerConfig::CgFac(_) => {
             // Per linear layer: A and G, their inverses, the solution and its velocity; plus the
             // per-token batch copies of inputs and output gradients and Adam for the rest.
@@ -109,8 +121,11 @@ pub fn estimate(cfg: &TrainConfig, probe_bytes: u64) -> Result<Estimate> {
     let opt = optimizer_floats(cfg, p)?;
     let params = mul(&[4, p])?;
     let optimizer = mul(&[4, opt])?;
-    // Training and the probe share the batch cache size; gradients are one more copy of the params.
-    let activations = sum(&[mul(&[4, activation_floats(&cfg.model, cfg.batch as u64)?])?, params])?;
+    // Training and the probe share the batch cache size; gradients are one more copy of the params
+    // per data-parallel shard, plus their sum (`train::shards`; K-FAC and CG-FAC take one shard).
+    let shards = if cfg.optimizer.second_order().is_some() { 1 } else { (SHARDS as u64).min(cfg.batch.max(1) as u64) };
+    let grads = mul(&[params, if shards > 1 { shards + 1 } else { 1 }])?;
+    let activations = sum(&[mul(&[4, activation_floats(&cfg.model, cfg.batch as u64)?])?, grads])?;
     let rollback = mul(&[2, sum(&[params, optimizer])?])?;
     let total = sum(&[params, optimizer, activations, rollback, probe_bytes])?;
     Ok(Estimate { params, optimizer, activations, rollback, probe: probe_bytes, total })

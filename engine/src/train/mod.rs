@@ -1,5 +1,8 @@
 //! The training loop the CLI and the page share: one `step` at a time, so a caller can yield to a
-//! browser between steps, stop on bad numbers, and checkpoint whenever it likes.
+//! browser between steps, stop on bad numbers, and checkpoint whenever it likes. The batch runs in
+//! `shards` (data parallel, the same bits on any number of threads).
+
+pub mod shards;
 
 use serde::Serialize;
 
@@ -7,8 +10,9 @@ use crate::config::TrainConfig;
 use crate::data::baseline::{BaselineLoss, Baselines};
 use crate::data::{Dataset, Split};
 use crate::error::{Error, Result};
-use crate::model::{Cache, Grads, Model};
+use crate::model::Model;
 use crate::optim::{clip, Optimizer};
+use shards::{Shards, SHARDS};
 
 #[derive(Clone, Copy, Debug, Serialize)]
 pub struct StepReport {
@@ -25,8 +29,7 @@ pub struct Trainer {
     data: Dataset,
     model: Model<f32>,
     opt: Optimizer,
-    cache: Cache<f32>,
-    grads: Grads<f32>,
+    shards: Shards,
     tokens: Vec<u32>,
     targets: Vec<u32>,
     step: usize,
@@ -45,8 +48,8 @@ impl Trainer {
         let n = cfg.batch * cfg.model.context;
         Trainer {
             opt: Optimizer::new(&cfg.optimizer, &model),
-            cache: Cache::new(&model.cfg, cfg.batch),
-            grads: Grads::new(&model, cfg.batch),
+            // K-FAC and CG-FAC read the whole batch's cache: one shard.
+            shards: Shards::new(&model, cfg.batch, if cfg.optimizer.second_order().is_some() { 1 } else { SHARDS }),
             tokens: vec![0; n],
             targets: vec![0; n],
             step: 0,
@@ -60,18 +63,18 @@ impl Trainer {
     /// step before anything changes, so the model keeps its last good state.
     pub fn step(&mut self) -> Result<StepReport> {
         self.data.batch(Split::Train, self.step as u64, &mut self.tokens, &mut self.targets);
-        let loss = self.model.forward(&mut self.cache, &self.tokens, &self.targets)?;
+        let loss = self.shards.forward_backward(&self.model, &self.tokens, &self.targets)?;
         if !loss.is_finite() {
             return Err(Error::NonFinite { what: "loss".into(), step: self.step });
         }
-        self.model.backward(&self.cache, &mut self.grads);
-        let grad_norm = clip::clip(&mut self.grads.data, self.cfg.clip);
+        let grad_norm = clip::clip(&mut self.shards.grads_mut().data, self.cfg.clip);
         if !grad_norm.is_finite() {
             return Err(Error::NonFinite { what: "gradient".into(), step: self.step });
         }
         let lr = self.cfg.schedule.lr(self.cfg.lr, self.step, self.cfg.steps);
         let step = self.step;
-        self.opt.step(&mut self.model, &self.grads, &self.cache, lr, lr / self.cfg.lr).map_err(|e| match e {
+        let (grads, cache) = (self.shards.grads(), self.shards.cache());
+        self.opt.step(&mut self.model, grads, cache, lr, lr / self.cfg.lr).map_err(|e| match e {
             Error::NonFinite { what, .. } => Error::NonFinite { what, step },
             other => other,
         })?;
@@ -84,7 +87,7 @@ impl Trainer {
         let mut total = 0.0;
         for i in 0..self.cfg.eval_batches {
             self.data.batch(Split::Val, i as u64, &mut self.tokens, &mut self.targets);
-            total += self.model.forward(&mut self.cache, &self.tokens, &self.targets)?;
+            total += self.shards.forward(&self.model, &self.tokens, &self.targets)?;
         }
         let loss = total / self.cfg.eval_batches as f32;
         if !loss.is_finite() {
@@ -114,9 +117,13 @@ impl Trainer {
     pub fn data(&self) -> &Dataset {
         &self.data
     }
-    /// The forward cache of the last batch seen (training or validation).
-    pub fn cache(&self) -> &Cache<f32> {
-        &self.cache
+    /// Threads the step spreads its shards over (default: every core); the numbers do not depend
+    /// on it.
+    pub fn set_threads(&mut self, threads: usize) {
+        self.shards.set_threads(threads);
+    }
+    pub fn threads(&self) -> usize {
+        self.shards.threads()
     }
 
     /// Everything a checkpoint holds: config, step, weights, optimizer state.

@@ -7,6 +7,7 @@ use engine::bench::{matmul_gflops, probe_overhead, step_table, MATMUL_SHAPES, SI
 use engine::config::{DataSpec, ModelConfig, TrainConfig};
 use engine::gpu::trainer::GpuTrainer;
 use engine::gpu::{bench as gpu_bench, block_on, GpuContext};
+use engine::train::shards::default_threads;
 use engine::{Error, Trainer};
 use serde_json::json;
 
@@ -20,18 +21,21 @@ pub fn run(as_json: bool, iters: usize, backend: Backend) -> Result<(), Error> {
 }
 
 fn cpu(as_json: bool, iters: usize) -> Result<(), Error> {
-    let steps = step_table(iters)?;
+    let steps = step_table(iters, default_threads())?;
     let matmuls: Vec<_> = MATMUL_SHAPES.iter().map(|&(m, k, n)| matmul_gflops(m, k, n)).collect();
     let probes = probe_overhead(&SIZES[1], iters.max(20))?;
     if as_json {
         println!("{}", json!({"steps": steps, "matmul": matmuls, "probe_overhead": probes}));
         return Ok(());
     }
-    println!("{:<8} {:<6} {:>9} {:>10} {:>12} {:>8}", "size", "optim", "params", "ms/step", "tokens/s", "vs adam");
+    println!(
+        "{:<8} {:<6} {:>7} {:>9} {:>10} {:>12} {:>8}",
+        "size", "optim", "threads", "params", "ms/step", "tokens/s", "vs adam"
+    );
     for r in &steps {
         println!(
-            "{:<8} {:<6} {:>9} {:>10.2} {:>12.0} {:>8.2}",
-            r.size, r.optimizer, r.params, r.ms_per_step, r.tokens_per_s, r.vs_adam
+            "{:<8} {:<6} {:>7} {:>9} {:>10.2} {:>12.0} {:>8.2}",
+            r.size, r.optimizer, r.threads, r.params, r.ms_per_step, r.tokens_per_s, r.vs_adam
         );
     }
     println!("\n{:>6} {:>6} {:>6} {:>9}", "m", "k", "n", "GFLOP/s");

@@ -25,6 +25,10 @@ use serde_json::json;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Threads a CPU training step spreads its batch shards over (default: every core). The
+    /// numbers are the same for any count.
+    #[arg(long, global = true)]
+    threads: Option<usize>,
 }
 
 #[derive(Subcommand)]
@@ -100,6 +104,10 @@ struct TrainArgs {
     /// Continue from this checkpoint (its config wins; --steps sets the new total).
     #[arg(long)]
     resume: Option<PathBuf>,
+    /// At the end, fit Brownian motion and the particles' attention flow to the first probe row's
+    /// tokens at this depth (0..=layers) over training, as the page's "Brownian or not?" panel does.
+    #[arg(long)]
+    flow: Option<usize>,
     #[arg(long)]
     json: bool,
 }
@@ -195,7 +203,10 @@ fn train(a: TrainArgs) -> Result<(), Error> {
         return Err(Error::Config(message));
     }
     let wall = start.elapsed().as_secs_f64();
-    let summary = session.summary(wall, session.step_count() - first_step);
+    let mut summary = session.summary(wall, session.step_count() - first_step);
+    if let Some(depth) = a.flow {
+        summary.flow = Some(session.flow(depth)?);
+    }
     if a.json {
         println!("{}", serde_json::to_string(&summary)?);
     } else {
@@ -207,6 +218,13 @@ fn train(a: TrainArgs) -> Result<(), Error> {
             summary.unigram_val_loss,
             summary.steps
         );
+        if let Some(f) = &summary.flow {
+            println!(
+                "depth {}: Brownian RMSE {:.3e} (D {:.3e}), particles RMSE {:.3e} (beta {:.2}, {:.3e} per step): {} fits \
+                 better",
+                f.depth, f.rmse_brownian, f.diffusion, f.rmse_particles, f.beta, f.time_scale, f.better
+            );
+        }
     }
     Ok(())
 }
@@ -275,6 +293,9 @@ fn eval(dir: PathBuf, data: Option<String>, grads_out: Option<PathBuf>, as_json:
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Some(n) = cli.threads {
+        engine::train::shards::set_default_threads(n);
+    }
     let result = match cli.command {
         Command::Train(a) => train(a),
         Command::Gradcheck { json } => gradcheck(json),

@@ -1,0 +1,204 @@
+//! Data parallelism whose results do not depend on the thread count. The batch is cut into a fixed
+//! number of shards of whole sequences (the split never looks at the threads); each shard runs the
+//! forward and backward pass into its own cache and gradients, and the shards' gradients are summed
+//! in shard order, each weighted by its share of the scored tokens. Threads only decide who computes
+//! which shard, so a step is bit-identical on one core or many, as reproducible links need.
+//!
+//! K-FAC and CG-FAC read every token's layer inputs and output gradients from one cache, so they
+//! take the batch as a single shard.
+
+use std::ops::Range;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use crate::error::Result;
+use crate::model::{Cache, Grads, Model};
+
+/// Shards a batch is cut into for the first-order optimizers (fewer when the batch is smaller).
+pub const SHARDS: usize = 4;
+
+/// Threads new trainers use; 0 means every core (`lab --threads` sets it).
+static DEFAULT_THREADS: AtomicUsize = AtomicUsize::new(0);
+
+/// Sets the threads new trainers use (0: every core).
+pub fn set_default_threads(threads: usize) {
+    DEFAULT_THREADS.store(threads, Ordering::Relaxed);
+}
+
+/// The threads a new trainer uses: the set default, else every core (one on wasm32, which has
+/// none to spawn).
+pub fn default_threads() -> usize {
+    match DEFAULT_THREADS.load(Ordering::Relaxed) {
+        _ if cfg!(target_arch = "wasm32") => 1,
+        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        n => n,
+    }
+}
+
+struct Part {
+    /// Sequences of the batch this shard holds.
+    seqs: Range<usize>,
+    cache: Cache<f32>,
+    grads: Grads<f32>,
+    loss: f32,
+    error: Option<crate::error::Error>,
+}
+
+pub struct Shards {
+    parts: Vec<Part>,
+    /// The whole batch's parameter gradient, when there is more than one shard.
+    sum: Option<Grads<f32>>,
+    context: usize,
+    threads: usize,
+}
+
+impl Shards {
+    /// `count` shards of a batch of `batch` sequences (at most one per sequence).
+    pub fn new(model: &Model<f32>, batch: usize, count: usize) -> Shards {
+        let count = count.clamp(1, batch.max(1));
+        let parts = (0..count)
+            .map(|s| {
+                let seqs = s * batch / count..(s + 1) * batch / count;
+                let cache = Cache::new(&model.cfg, seqs.len());
+                let grads = Grads::new(model, seqs.len());
+                Part { seqs, cache, grads, loss: 0.0, error: None }
+            })
+            .collect();
+        let sum = (count > 1).then(|| Grads::new(model, 0));
+        Shards { parts, sum, context: model.cfg.context, threads: default_threads() }
+    }
+
+    pub fn count(&self) -> usize {
+        self.parts.len()
+    }
+
+    pub fn threads(&self) -> usize {
+        self.threads
+    }
+
+    /// Threads to spread the shards over (at least 1; always 1 on wasm32).
+    pub fn set_threads(&mut self, threads: usize) {
+        self.threads = if cfg!(target_arch = "wasm32") { 1 } else { threads.max(1) };
+    }
+
+    /// Runs `f` on every shard, the shards dealt to the threads in contiguous runs.
+    fn each(&mut self, f: impl Fn(&mut Part) + Sync) {
+        let threads = self.threads.min(self.parts.len());
+        if threads <= 1 {
+            self.parts.iter_mut().for_each(f);
+            return;
+        }
+        let per = self.parts.len().div_ceil(threads);
+        let f = &f;
+        std::thread::scope(|s| {
+            for run in self.parts.chunks_mut(per) {
+                s.spawn(move || run.iter_mut().for_each(f));
+            }
+        });
+    }
+
+    /// Runs the forward pass (and, with `backward`, the backward pass) of every shard on its
+    /// sequences of the batch (`tokens`, `targets`: B*T); returns the batch's mean loss. With more
+    /// than one shard the batch's gradient is the shards' in order, weighted by scored tokens.
+    fn run(&mut self, model: &Model<f32>, tokens: &[u32], targets: &[u32], backward: bool) -> Result<f32> {
+        let t = self.context;
+        let n = self.parts.last().map_or(0, |p| p.seqs.end) * t;
+        crate::model::check_batch(n, model.cfg.vocab, tokens, targets)?;
+        self.each(|p| {
+            let r = p.seqs.start * t..p.seqs.end * t;
+            p.error = match model.forward(&mut p.cache, &tokens[r.clone()], &targets[r]) {
+                Ok(loss) => {
+                    p.loss = loss;
+                    None
+                }
+                Err(e) => Some(e),
+            };
+            if backward && p.error.is_none() {
+                model.backward(&p.cache, &mut p.grads);
+            }
+        });
+        if let Some(e) = self.parts.iter_mut().find_map(|p| p.error.take()) {
+            return Err(e);
+        }
+        let scored: usize = self.parts.iter().map(|p| p.cache.count).sum();
+        if scored == 0 {
+            return Ok(self.parts[0].loss);
+        }
+        let share = |p: &Part| p.cache.count as f32 / scored as f32;
+        let loss = self.parts.iter().filter(|p| p.cache.count > 0).map(|p| p.loss * share(p)).sum();
+        if let (Some(sum), true) = (self.sum.as_mut(), backward) {
+            sum.data.fill(0.0);
+            for p in self.parts.iter().filter(|p| p.cache.count > 0) {
+                let w = share(p);
+                sum.data.iter_mut().zip(&p.grads.data).for_each(|(s, &g)| *s += w * g);
+            }
+        }
+        Ok(loss)
+    }
+
+    /// The batch's mean loss.
+    pub fn forward(&mut self, model: &Model<f32>, tokens: &[u32], targets: &[u32]) -> Result<f32> {
+        self.run(model, tokens, targets, false)
+    }
+
+    /// The batch's mean loss, with its gradient in `grads()`.
+    pub fn forward_backward(&mut self, model: &Model<f32>, tokens: &[u32], targets: &[u32]) -> Result<f32> {
+        self.run(model, tokens, targets, true)
+    }
+
+    /// The last batch's gradient (after `forward_backward`).
+    pub fn grads(&self) -> &Grads<f32> {
+        self.sum.as_ref().unwrap_or(&self.parts[0].grads)
+    }
+
+    pub fn grads_mut(&mut self) -> &mut Grads<f32> {
+        self.sum.as_mut().unwrap_or(&mut self.parts[0].grads)
+    }
+
+    /// The first shard's forward cache: the whole batch's when there is one shard, as K-FAC and
+    /// CG-FAC need.
+    pub fn cache(&self) -> &Cache<f32> {
+        &self.parts[0].cache
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::ModelConfig;
+    use crate::nn::loss::IGNORE;
+
+    /// The shards' weighted gradient is the whole batch's, also when the shards score different
+    /// numbers of tokens, and the same bits on any number of threads.
+    #[test]
+    fn shards_give_the_whole_batch_gradient_on_any_thread_count() {
+        let cfg =
+            ModelConfig { vocab: 11, d_model: 16, heads: 2, layers: 2, d_ff: 32, context: 6, ..ModelConfig::default() };
+        let model = Model::<f32>::new(cfg.clone()).unwrap();
+        let (b, t) = (7, 6);
+        let tokens: Vec<u32> = (0..b * t).map(|i| (i * 7 % 11) as u32).collect();
+        // Scored tokens differ from sequence to sequence: 0 in the first, all in the last.
+        let targets: Vec<u32> =
+            (0..b * t).map(|i| if i % t < (i / t) * t / (b - 1) { IGNORE } else { (i * 5 % 11) as u32 }).collect();
+        let (mut cache, mut whole) = (Cache::new(&cfg, b), Grads::new(&model, b));
+        let loss = model.forward(&mut cache, &tokens, &targets).unwrap();
+        model.backward(&cache, &mut whole);
+        let mut runs = vec![];
+        for threads in [1, 2, 3] {
+            let mut shards = Shards::new(&model, b, SHARDS);
+            shards.set_threads(threads);
+            let l = shards.forward_backward(&model, &tokens, &targets).unwrap();
+            runs.push((l, shards.grads().data.clone()));
+        }
+        let (l, g) = &runs[0];
+        let err = g.iter().zip(&whole.data).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
+        let scale = whole.data.iter().map(|x| x.abs()).fold(0.0f32, f32::max);
+        eprintln!(
+            "4 shards against the whole batch: loss {l} vs {loss}, largest gradient gap {err:e} (largest {scale})"
+        );
+        assert!((l - loss).abs() < 1e-6 * loss.abs() && err < 1e-5 * scale);
+        for (threads, run) in [2, 3].iter().zip(&runs[1..]) {
+            assert!(run.0.to_bits() == l.to_bits() && run.1 == *g, "{threads} threads differ from one");
+        }
+        assert!(Shards::new(&model, b, SHARDS).forward(&model, &tokens[1..], &targets[1..]).is_err());
+    }
+}
