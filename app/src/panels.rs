@@ -365,7 +365,7 @@ pub fn BrownianPanel(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                  to the start differ from Brownian walkers' by KS {:.2} and from the flow's by KS {:.2} (5% critical value {:.2}).",
                 f.points, f.rmse_brownian, f.diffusion, f.rmse_particles, f.beta, f.time_scale, f.ks_brownian, f.ks_particles, f.ks_critical
             ) + if f.time_at_limit {
-                " The flow's fit uses all the flow time it was given: the tokens keep moving after the flow has pulled them into clusters."
+                " The flow's fit uses all the flow time it was given: the tokens move further from their start than the flow takes them."
             } else {
                 ""
             }
