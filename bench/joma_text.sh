@@ -4,13 +4,17 @@
 # run time) with a GELU, ReLU and identity MLP over several seeds, long enough for the entropy to
 # turn. Prints, per run and layer, the attention entropy's initial, lowest (and when) and final value
 # and the curve's shape as the engine classifies it (joma::summarize).
-# Usage: bench/joma_text.sh [steps] [seeds] [lr] [mlps]
+# With OUT=FILE, every run's `lab joma --json` report is also written there, one per line (`lab
+# report` reads DIR/joma_text.jsonl for its real-text claim).
+# Usage: [OUT=FILE] bench/joma_text.sh [steps] [seeds] [lr] [mlps]
 set -euo pipefail
 steps=${1:-3000}
 seeds=${2:-3}
 lr=${3:-1e-3}
 mlps=${4:-gelu relu identity}
 lab=${LAB:-target/release/lab}
+out=${OUT:-/dev/null}
+: > "$out"
 dir=${FORTUNES:-/usr/share/games/fortunes}
 [[ -d $dir ]] || { echo "no fortunes in $dir: run cargo xtask setup (apt-get install fortunes)" >&2; exit 1; }
 corpus=$(mktemp --suffix=.txt)
@@ -24,7 +28,7 @@ printf '%-9s %4s %5s %8s %8s %8s %8s  %s\n' mlp seed layer initial min "at step"
 for mlp in $mlps; do
   for seed in $(seq 0 $((seeds - 1))); do
     "$lab" joma --data "$corpus" --mlp "$mlp" --seed "$seed" --steps "$steps" --lr "$lr" --eval-every "$steps" --json |
-      python3 -c '
+      tail -n 1 | tee -a "$out" | python3 -c '
 import json, sys
 d = json.loads(sys.stdin.read().strip().splitlines()[-1])
 for l in d["layers"]:

@@ -108,6 +108,19 @@ fn joma_on_hierarchy_reports_entropy_and_within_chunk_mass() {
 #[test]
 fn quick_report_writes_figures_and_answers_each_claim() {
     let dir = std::env::temp_dir().join(format!("spherewalk-report-{}", std::process::id()));
+    // A real-text result as bench/joma_text.sh writes it: GELU dips and rebounds in both layers,
+    // ReLU in one, the identity MLP keeps falling in both.
+    std::fs::create_dir_all(&dir).unwrap();
+    let run = |mlp: &str, shapes: [&str; 2]| {
+        serde_json::json!({"mlp": mlp, "steps": 3000, "layers": shapes.map(|s| serde_json::json!({"entropy": {"shape": s}}))})
+            .to_string()
+    };
+    let lines = [
+        run("gelu", ["dip_and_rebound", "dip_and_rebound"]),
+        run("relu", ["falling", "dip_and_rebound"]),
+        run("identity", ["falling", "falling"]),
+    ];
+    std::fs::write(dir.join("joma_text.jsonl"), lines.join("\n")).unwrap();
     let (ok, stdout, stderr) = lab(&["report", "--out", dir.to_str().unwrap(), "--quick"]);
     assert!(ok, "{stderr}");
     for name in ["sphere.svg", "joma.svg", "references.svg", "report.json", "summary.md"] {
@@ -125,6 +138,7 @@ fn quick_report_writes_figures_and_answers_each_claim() {
         "Second-order",
         "interacting particles",
         "Muon and SOAP",
+        "JoMA on real text",
         "hold across seeds",
     ] {
         assert!(md.contains(claim), "{claim} missing:\n{md}");
@@ -138,6 +152,13 @@ fn quick_report_writes_figures_and_answers_each_claim() {
     assert_eq!(seeds.len(), 3);
     assert_ne!(seeds[0]["final_val_loss"], seeds[1]["final_val_loss"], "the seeds are different runs");
     assert!(md.contains("not run: lab race"), "{md}");
+    let text_row = md.lines().find(|l| l.contains("JoMA on real text")).unwrap();
+    assert!(
+        text_row.contains("3000 steps, 1 seed(s) per MLP; gelu: 2 of 2 layer curves dip and rebound; relu: 1 of 2")
+            && text_row.contains("identity: 2 of 2 keep falling")
+            && text_row.ends_with("| agrees |"),
+        "{text_row}"
+    );
     // The exact identities hold whatever the training did.
     let radius_row = md.lines().find(|l| l.contains("radius sqrt(d)")).unwrap();
     assert!(radius_row.ends_with("| agrees |"), "{radius_row}");

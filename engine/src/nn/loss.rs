@@ -12,16 +12,31 @@ pub fn scored(targets: &[u32]) -> usize {
 
 /// Turns `logits` (N, V) into probabilities in place; returns (mean loss, number of counted targets).
 pub fn forward<S: Scalar>(logits: &mut [S], targets: &[u32], v: usize) -> (S, usize) {
-    let mut total = S::zero();
-    let mut count = 0;
-    for (row, &tgt) in logits.chunks_exact_mut(v).zip(targets) {
-        softmax_in_place(row);
+    logits.chunks_exact_mut(v).for_each(softmax_in_place);
+    let (mut total, mut count) = (S::zero(), 0);
+    add_nll(&mut total, &mut count, logits, targets, v);
+    (mean(total, count), count)
+}
+
+/// Adds `-ln p[target]` of every counted row of `probs` (N, V) to `total`, in row order, and counts
+/// them: the data-parallel shards sum theirs in shard order, so the batch's loss has the same bits
+/// however it was cut.
+pub fn add_nll<S: Scalar>(total: &mut S, count: &mut usize, probs: &[S], targets: &[u32], v: usize) {
+    for (row, &tgt) in probs.chunks_exact(v).zip(targets) {
         if tgt != IGNORE {
-            total -= row[tgt as usize].ln();
-            count += 1;
+            *total -= row[tgt as usize].ln();
+            *count += 1;
         }
     }
-    (if count > 0 { total / S::of(count as f64) } else { S::zero() }, count)
+}
+
+/// `total / count`, 0 for no counted targets.
+pub fn mean<S: Scalar>(total: S, count: usize) -> S {
+    if count > 0 {
+        total / S::of(count as f64)
+    } else {
+        S::zero()
+    }
 }
 
 /// Sets `dlogits` = (p - onehot) / count on counted rows, 0 elsewhere.

@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::error::Result;
 use crate::model::{Cache, Grads, Model};
+use crate::nn::loss;
 
 /// Shards a batch is cut into for the first-order optimizers (fewer when the batch is smaller).
 pub const SHARDS: usize = 4;
@@ -39,7 +40,6 @@ struct Part {
     seqs: Range<usize>,
     cache: Cache<f32>,
     grads: Grads<f32>,
-    loss: f32,
     error: Option<crate::error::Error>,
 }
 
@@ -60,7 +60,7 @@ impl Shards {
                 let seqs = s * batch / count..(s + 1) * batch / count;
                 let cache = Cache::new(&model.cfg, seqs.len());
                 let grads = Grads::new(model, seqs.len());
-                Part { seqs, cache, grads, loss: 0.0, error: None }
+                Part { seqs, cache, grads, error: None }
             })
             .collect();
         let sum = (count > 1).then(|| Grads::new(model, 0));
@@ -105,13 +105,7 @@ impl Shards {
         crate::model::check_batch(n, model.cfg.vocab, tokens, targets)?;
         self.each(|p| {
             let r = p.seqs.start * t..p.seqs.end * t;
-            p.error = match model.forward(&mut p.cache, &tokens[r.clone()], &targets[r]) {
-                Ok(loss) => {
-                    p.loss = loss;
-                    None
-                }
-                Err(e) => Some(e),
-            };
+            p.error = model.forward(&mut p.cache, &tokens[r.clone()], &targets[r]).err();
             if backward && p.error.is_none() {
                 model.backward(&p.cache, &mut p.grads);
             }
@@ -119,20 +113,20 @@ impl Shards {
         if let Some(e) = self.parts.iter_mut().find_map(|p| p.error.take()) {
             return Err(e);
         }
-        let scored: usize = self.parts.iter().map(|p| p.cache.count).sum();
-        if scored == 0 {
-            return Ok(self.parts[0].loss);
+        // The loss from every shard's rows in batch order, as one pass over the batch sums them.
+        let (mut total, mut scored) = (0.0f32, 0);
+        let v = model.cfg.vocab;
+        for p in &self.parts {
+            loss::add_nll(&mut total, &mut scored, &p.cache.probs, &p.cache.targets, v);
         }
-        let share = |p: &Part| p.cache.count as f32 / scored as f32;
-        let loss = self.parts.iter().filter(|p| p.cache.count > 0).map(|p| p.loss * share(p)).sum();
         if let (Some(sum), true) = (self.sum.as_mut(), backward) {
             sum.data.fill(0.0);
             for p in self.parts.iter().filter(|p| p.cache.count > 0) {
-                let w = share(p);
+                let w = p.cache.count as f32 / scored as f32;
                 sum.data.iter_mut().zip(&p.grads.data).for_each(|(s, &g)| *s += w * g);
             }
         }
-        Ok(loss)
+        Ok(loss::mean(total, scored))
     }
 
     /// The batch's mean loss.
@@ -195,7 +189,8 @@ mod tests {
         eprintln!(
             "4 shards against the whole batch: loss {l} vs {loss}, largest gradient gap {err:e} (largest {scale})"
         );
-        assert!((l - loss).abs() < 1e-6 * loss.abs() && err < 1e-5 * scale);
+        // Each row's probabilities do not depend on the rows beside it, so the loss is the same bits.
+        assert!(l.to_bits() == loss.to_bits() && err < 1e-5 * scale);
         for (threads, run) in [2, 3].iter().zip(&runs[1..]) {
             assert!(run.0.to_bits() == l.to_bits() && run.1 == *g, "{threads} threads differ from one");
         }

@@ -89,12 +89,20 @@ pub fn run_report(a: ReportArgs) -> Result<(), Error> {
         Ok(text) => Some(serde_json::from_str(text.lines().last().unwrap_or(""))?),
         Err(_) => None,
     };
+    // `OUT=DIR/joma_text.jsonl bench/joma_text.sh` writes one `lab joma --json` report per line.
+    let joma_text: Option<Vec<serde_json::Value>> = match std::fs::read_to_string(a.out.join("joma_text.jsonl")) {
+        Ok(text) => {
+            Some(text.lines().filter(|l| !l.trim().is_empty()).map(serde_json::from_str).collect::<Result<_, _>>()?)
+        }
+        Err(_) => None,
+    };
     let figure = |name: &str| a.out.join(name);
     plot_sphere(&figure("sphere.svg"), &sphere).map_err(|e| plot_error(&figure("sphere.svg"), e))?;
     plot_joma(&figure("joma.svg"), &[gelu, linear]).map_err(|e| plot_error(&figure("joma.svg"), e))?;
     plot_references(&figure("references.svg"), &bm, &toy).map_err(|e| plot_error(&figure("references.svg"), e))?;
     let mut claims = claims(&sphere, gelu, linear, &bm, &toy, &ito, race.as_ref());
     claims.push(seed_claim(&gelu_seeds, &linear_seeds));
+    claims.push(joma_text_claim(joma_text.as_deref()));
     let mut md = format!(
         "# Spherewalk report{}\n\nEngine {}. Sphere: {} steps on {}; JoMA: {} steps on {} with GELU and identity MLPs. \
          Figures: sphere.svg, joma.svg, references.svg; every number: report.json.\n\n\
@@ -111,7 +119,7 @@ pub fn run_report(a: ReportArgs) -> Result<(), Error> {
     }
     std::fs::write(a.out.join("summary.md"), &md)?;
     let all = json!({"engine_version": engine::VERSION, "quick": a.quick, "sphere": sphere, "joma_gelu": gelu,
-                     "joma_identity": linear, "joma_gelu_seeds": gelu_seeds, "joma_identity_seeds": linear_seeds, "brownian": bm, "joma_toy": toy.summary, "ito": ito, "race": race});
+                     "joma_identity": linear, "joma_gelu_seeds": gelu_seeds, "joma_identity_seeds": linear_seeds, "brownian": bm, "joma_toy": toy.summary, "ito": ito, "race": race, "joma_text": joma_text});
     std::fs::write(a.out.join("report.json"), serde_json::to_string(&all)?)?;
     print!("{md}");
     Ok(())
@@ -270,6 +278,44 @@ pub(super) fn claims(
     out.push(race_claim(race));
     out.push(first_order_claim(race));
     out
+}
+
+/// JoMA on real English text (`bench/joma_text.sh`): per MLP, how many layer curves over all seeds
+/// dip and rebound (the nonlinear prediction) or keep falling (the linear one).
+pub(super) fn joma_text_claim(runs: Option<&[serde_json::Value]>) -> Claim {
+    let claim = "JoMA on real text (fortunes): nonlinear MLPs dip and rebound, the identity MLP keeps falling";
+    let Some(runs) = runs.filter(|r| !r.is_empty()) else {
+        return Claim {
+            claim,
+            measured: "not run: OUT=DIR/joma_text.jsonl bench/joma_text.sh".into(),
+            verdict: "not run",
+        };
+    };
+    let count = |mlp: &str, shape: &str| -> (usize, usize) {
+        let layers: Vec<&serde_json::Value> = runs
+            .iter()
+            .filter(|r| r["mlp"] == mlp)
+            .flat_map(|r| r["layers"].as_array().into_iter().flatten())
+            .collect();
+        (layers.iter().filter(|l| l["entropy"]["shape"] == shape).count(), layers.len())
+    };
+    let (steps, seeds) = (&runs[0]["steps"], runs.iter().filter(|r| r["mlp"] == runs[0]["mlp"]).count());
+    let mut parts = vec![format!("{steps} steps, {seeds} seed(s) per MLP")];
+    let (mut nonlinear, mut nonlinear_total) = (0, 0);
+    for mlp in ["gelu", "relu"] {
+        let (k, n) = count(mlp, "dip_and_rebound");
+        (nonlinear, nonlinear_total) = (nonlinear + k, nonlinear_total + n);
+        parts.push(format!("{mlp}: {k} of {n} layer curves dip and rebound"));
+    }
+    let (falling, linear_total) = count("identity", "falling");
+    parts.push(format!("identity: {falling} of {linear_total} keep falling"));
+    let verdict = match (2 * nonlinear > nonlinear_total, 2 * falling > linear_total) {
+        _ if nonlinear_total == 0 || linear_total == 0 => "inconclusive",
+        (true, true) => "agrees",
+        _ if nonlinear > 0 && falling > 0 => "partly",
+        _ => "disagrees",
+    };
+    Claim { claim, measured: parts.join("; "), verdict }
 }
 
 /// Muon and SOAP (SCIENCE.md §9) against CG-FAC in the same race: steps and seconds to target.
