@@ -469,23 +469,21 @@ pub fn BrownianPanel(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
     }
 }
 
+/// One curve of the Brownian panel's charts, in the palette's `color`.
+fn curve(label: String, color: usize, points: Vec<(f64, f64)>, dots: bool) -> Line {
+    Line { label, color: PALETTE[color], width: 2, points, dots }
+}
+
 /// The particles chart: the tokens' mean pairwise inner product (dots) and each fitted model's.
 fn flow_lines(f: &engine::session::Flow) -> (Vec<Line>, f64) {
     // Every curve starts at the first frame, from the tokens' own value.
     let pts = |ys: &[f64]| {
         std::iter::once((0.0, f.inner_start)).chain(f.times.iter().copied().zip(ys.iter().copied())).collect()
     };
-    let line = |label: String, color: usize, points: Vec<(f64, f64)>, dots: bool| Line {
-        label,
-        color: PALETTE[color],
-        width: 2,
-        points,
-        dots,
-    };
     let lines = vec![
-        line("tokens".into(), 0, pts(&f.mean_inner), true),
-        line(format!("Brownian motion, D = {:.2e}", f.diffusion), 2, pts(&f.brownian_inner), false),
-        line(format!("particles' attention flow, β = {:.2}", f.beta), 3, pts(&f.particles_inner), false),
+        curve("tokens".into(), 0, pts(&f.mean_inner), true),
+        curve(format!("Brownian motion, D = {:.2e}", f.diffusion), 2, pts(&f.brownian_inner), false),
+        curve(format!("particles' attention flow, β = {:.2}", f.beta), 3, pts(&f.particles_inner), false),
     ];
     (lines, f.times.last().copied().unwrap_or(1.0))
 }
@@ -514,17 +512,10 @@ fn brownian_lines(a: &engine::session::Brownian, curves: Curves) -> (Vec<Line>, 
     };
     let pts =
         |ys: &[f64]| std::iter::once((0.0, start)).chain(a.times.iter().copied().zip(ys.iter().copied())).collect();
-    let line = |label: String, color: usize, points: Vec<(f64, f64)>, dots: bool| Line {
-        label,
-        color: PALETTE[color],
-        width: 2,
-        points,
-        dots,
-    };
     let lines = vec![
-        line("tokens".into(), 0, pts(tokens), true),
-        line(closed_label, 1, pts(closed), false),
-        line("Brownian walkers (simulated)".into(), 2, pts(walkers), false),
+        curve("tokens".into(), 0, pts(tokens), true),
+        curve(closed_label, 1, pts(closed), false),
+        curve("Brownian walkers (simulated)".into(), 2, pts(walkers), false),
     ];
     (lines, a.times.last().copied().unwrap_or(1.0))
 }

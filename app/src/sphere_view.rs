@@ -16,6 +16,9 @@ use crate::sphere_draw::{self, Drawn, Scene};
 use crate::sphere_gl::Renderer;
 use crate::token_style::{css, glyph, viridis, Kind};
 
+/// Picks one overlay of the sphere view from the panels: its depth and its unit 3-vectors.
+type Overlay = fn(&Panels) -> Option<(usize, &[f32])>;
+
 /// The whole recorded history plays in this many seconds.
 const PLAY_SECONDS: f64 = 12.0;
 /// The orbit toggle's turn, radians per second.
@@ -238,25 +241,22 @@ pub fn SphereView(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                 return renderer.with_value(|r| sphere_draw::draw(&canvas, None, dark, r.as_ref().ok()));
             };
             let depth = depth.get();
-            let ghost_points: Vec<[f64; 3]> = match (ghosts.get(), time.get()) {
-                (true, None) => lab.panels.with(|s| {
+            // The Brownian ghosts and, once the run has ended, the fitted flow's particles: both at
+            // the view's depth, on the live frame only.
+            let overlay = |pick: Overlay| -> Vec<[f64; 3]> {
+                if !ghosts.get() || time.get().is_some() {
+                    return Vec::new();
+                }
+                lab.panels.with(|s| {
                     s.as_ref()
-                        .and_then(|s| s.brownian.as_ref()?.as_ref().ok().filter(|b| b.depth == depth.min(s.layers)))
-                        .map(|b| b.ghosts.chunks_exact(3).map(|g| [g[0] as f64, g[1] as f64, g[2] as f64]).collect())
+                        .and_then(|s| pick(s).filter(|(d, _)| *d == depth.min(s.layers)))
+                        .map(|(_, p)| p.chunks_exact(3).map(|g| [g[0] as f64, g[1] as f64, g[2] as f64]).collect())
                         .unwrap_or_default()
-                }),
-                _ => Vec::new(),
+                })
             };
-            // The fitted flow's particles, with the ghosts, once the run has ended.
-            let particle_points: Vec<[f64; 3]> = match (ghosts.get(), time.get()) {
-                (true, None) => lab.panels.with(|s| {
-                    s.as_ref()
-                        .and_then(|s| s.flow.as_ref()?.as_ref().ok().filter(|f| f.depth == depth.min(s.layers)))
-                        .map(|f| f.particles.chunks_exact(3).map(|g| [g[0] as f64, g[1] as f64, g[2] as f64]).collect())
-                        .unwrap_or_default()
-                }),
-                _ => Vec::new(),
-            };
+            let ghost_points = overlay(|s| s.brownian.as_ref()?.as_ref().ok().map(|b| (b.depth, b.ghosts.as_slice())));
+            let particle_points =
+                overlay(|s| s.flow.as_ref()?.as_ref().ok().map(|f| (f.depth, f.particles.as_slice())));
             let walkers = walker_points(&m.now);
             let no_trail: Vec<Vec<[f64; 3]>> = Vec::new();
             let caption = lab.panels.with(|s| {

@@ -78,6 +78,11 @@ pub struct Layout {
 }
 
 impl Layout {
+    /// Every tensor's index but those in `covered`, in layout order.
+    pub fn tensors_except(&self, covered: &[usize]) -> Vec<usize> {
+        (0..self.tensors.len()).filter(|i| !covered.contains(i)).collect()
+    }
+
     pub fn new(cfg: &ModelConfig) -> Layout {
         let (v, c, f, t) = (cfg.vocab, cfg.d_model, cfg.d_ff, cfg.context);
         let mut tensors = Vec::new();

@@ -28,6 +28,25 @@ impl Adam {
         }
     }
 
+    /// The AdamW update of the tensors `ids` at step `t` (the caller counts the step), decay on
+    /// matrices only: the part Muon, SOAP, K-FAC and CG-FAC leave to AdamW.
+    pub fn update_tensors(
+        &mut self,
+        params: &mut [f32],
+        grads: &[f32],
+        layout: &Layout,
+        ids: &[usize],
+        lr: f32,
+        weight_decay: f32,
+    ) {
+        let c1 = 1.0 - self.beta1.powi(self.t as i32);
+        let c2 = 1.0 - self.beta2.powi(self.t as i32);
+        for &id in ids {
+            let decay = if layout.tensors[id].is_matrix() { weight_decay } else { 0.0 };
+            self.update_range(params, grads, layout.tensors[id].range(), lr, decay, c1, c2);
+        }
+    }
+
     /// The AdamW update of one contiguous range (K-FAC reuses it for non-linear-layer tensors).
     #[allow(clippy::too_many_arguments)]
     pub fn update_range(

@@ -74,8 +74,7 @@ impl Muon {
         let sites: Vec<LinearSpec> =
             curvature::sites(model).into_iter().filter(|s| !matches!(s.id, LinearId::Head)).collect();
         let momentum = sites.iter().map(|s| vec![0.0; s.dout * s.din]).collect();
-        let covered: Vec<usize> = sites.iter().map(|s| s.w).collect();
-        let others = (0..model.layout.tensors.len()).filter(|i| !covered.contains(i)).collect();
+        let others = model.layout.tensors_except(&sites.iter().map(|s| s.w).collect::<Vec<_>>());
         let largest = sites.iter().map(|s| s.dout * s.din).max().unwrap_or(0);
         Muon {
             adam: Adam::new(0.9, 0.99, 1e-8, cfg.weight_decay, model.num_params()),
@@ -109,13 +108,14 @@ impl Muon {
             w.iter_mut().zip(x.iter()).for_each(|(p, &u)| *p -= scale * u + lr * wd * *p);
         }
         self.adam.t += 1;
-        let c1 = 1.0 - self.adam.beta1.powi(self.adam.t as i32);
-        let c2 = 1.0 - self.adam.beta2.powi(self.adam.t as i32);
-        for &id in &self.others {
-            let decay = if model.layout.tensors[id].is_matrix() { wd } else { 0.0 };
-            let range = model.layout.tensors[id].range();
-            self.adam.update_range(&mut model.params, &grads.data, range, self.cfg.adam_lr * factor, decay, c1, c2);
-        }
+        self.adam.update_tensors(
+            &mut model.params,
+            &grads.data,
+            &model.layout,
+            &self.others,
+            self.cfg.adam_lr * factor,
+            wd,
+        );
     }
 
     /// Named state tensors: the momenta and AdamW's state.

@@ -106,8 +106,7 @@ impl SecondOrder {
                 velocity: vec![0.0; s.dout * s.din1()],
             })
             .collect();
-        let covered: Vec<usize> = sites.iter().flat_map(|s| [s.w, s.b]).collect();
-        let others = (0..model.layout.tensors.len()).filter(|i| !covered.contains(i)).collect();
+        let others = model.layout.tensors_except(&sites.iter().flat_map(|s| [s.w, s.b]).collect::<Vec<_>>());
         let diag = Diagnostics { damping: cfg.damping, ..Diagnostics::default() };
         SecondOrder {
             adam: Adam::new(0.9, 0.99, 1e-8, cfg.weight_decay, model.num_params()),
@@ -255,22 +254,9 @@ impl SecondOrder {
                 model.params[b_off + o] -= scale * row[din];
             }
         }
-        let adam_lr = self.cfg.adam_lr * factor;
         self.adam.t += 1;
-        let c1 = 1.0 - self.adam.beta1.powi(self.adam.t as i32);
-        let c2 = 1.0 - self.adam.beta2.powi(self.adam.t as i32);
-        for &id in &self.others {
-            let decay = if model.layout.tensors[id].is_matrix() { self.cfg.weight_decay } else { 0.0 };
-            self.adam.update_range(
-                &mut model.params,
-                &grads.data,
-                model.layout.tensors[id].range(),
-                adam_lr,
-                decay,
-                c1,
-                c2,
-            );
-        }
+        let (adam_lr, wd) = (self.cfg.adam_lr * factor, self.cfg.weight_decay);
+        self.adam.update_tensors(&mut model.params, &grads.data, &model.layout, &self.others, adam_lr, wd);
         #[cfg(not(target_arch = "wasm32"))]
         {
             self.diag.precond_ms = Some(start.elapsed().as_secs_f64() * 1e3);

@@ -63,8 +63,7 @@ impl Soap {
                 v: vec![0.0; s.dout * s.din],
             })
             .collect();
-        let covered: Vec<usize> = sites.iter().map(|s| s.w).collect();
-        let others = (0..model.layout.tensors.len()).filter(|i| !covered.contains(i)).collect();
+        let others = model.layout.tensors_except(&sites.iter().map(|s| s.w).collect::<Vec<_>>());
         let largest = sites.iter().map(|s| s.dout * s.din).max().unwrap_or(0);
         Soap {
             adam: Adam::new(cfg.beta1, cfg.beta2, cfg.eps, cfg.weight_decay, model.num_params()),
@@ -125,11 +124,7 @@ impl Soap {
             let w = model.layout.of_mut(&mut model.params, s.w);
             w.iter_mut().zip(rot.iter()).for_each(|(p, &n)| *p -= lr * (n + wd * *p));
         }
-        for &id in &self.others {
-            let decay = if model.layout.tensors[id].is_matrix() { wd } else { 0.0 };
-            let range = model.layout.tensors[id].range();
-            self.adam.update_range(&mut model.params, &grads.data, range, lr, decay, c1, c2);
-        }
+        self.adam.update_tensors(&mut model.params, &grads.data, &model.layout, &self.others, lr, wd);
         Ok(())
     }
 
