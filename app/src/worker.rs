@@ -517,7 +517,7 @@ impl Worker {
             return;
         }
         self.last_save = now;
-        let Some(s) = self.session.as_ref() else { return };
+        let Some(s) = self.session.as_mut() else { return };
         let snap = match s.snapshot().await {
             Ok(snap) => snap,
             Err(e) => return web_sys::console::warn_1(&format!("Spherewalk: could not save the run: {e}").into()),
@@ -590,7 +590,7 @@ impl Worker {
     }
 
     async fn download_model(&mut self) {
-        let Some(s) = self.session.as_ref() else {
+        let Some(s) = self.session.as_mut() else {
             return self.error("no model yet: start or step a run first".into());
         };
         let file = s.snapshot().await.map_err(|e| e.to_string()).and_then(|snap| {

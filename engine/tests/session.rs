@@ -158,8 +158,11 @@ fn a_non_finite_loss_pauses_at_the_last_good_state_and_a_new_rate_goes_on() {
         assert!(snap.params.iter().all(|p| p.is_finite() && p.abs() < 1e6), "{backend:?}: the kept weights are sane");
         block_on(s.set_lr(3e-3)).unwrap();
         let progress = run_to_end(&mut s);
-        assert!(progress.iter().all(|p| matches!(p, Progress::Stepped { loss, .. } if loss.is_finite())));
+        assert!(progress.iter().all(|p| matches!(p, Progress::Stepped { .. })));
         assert_eq!(s.step_count(), 12);
+        let steps: Vec<usize> = s.metrics().train.iter().map(|p| p.0).collect();
+        assert_eq!(steps, (1..=12).collect::<Vec<_>>(), "{backend:?}: every step's loss, once");
+        assert!(s.metrics().train.iter().all(|p| p.1.is_finite()));
     }
 }
 
@@ -187,17 +190,21 @@ fn lost_device(optimizer: OptimizerConfig) {
     assert!(line.starts_with("gpu ("), "{line}");
     runner.set_sync_every(sync_every);
     let mut notices = Vec::new();
-    let mut losses = Vec::new();
+    let mut reports = Vec::new();
     for _ in 0..lose_after {
-        losses.push(block_on(runner.step(&mut notices)).unwrap().loss);
+        block_on(runner.step(&mut notices, &mut reports)).unwrap();
     }
     runner.gpu_context().unwrap().device.destroy();
     while runner.step_count() < total {
-        losses.push(block_on(runner.step(&mut notices)).unwrap().loss);
+        block_on(runner.step(&mut notices, &mut reports)).unwrap();
     }
     assert!(runner.adapter().is_none(), "the run moved to the CPU");
     assert_eq!(notices.len(), 1, "{notices:?}");
-    assert!(notices[0].contains("copy at step 3 plus 2 steps recomputed"), "{}", notices[0]);
+    // Step 6 found the device gone (at the host copy's read): steps 4 to 6 are recomputed.
+    assert!(notices[0].contains("copy at step 3 plus 3 steps recomputed"), "{}", notices[0]);
+    let steps: Vec<usize> = reports.iter().map(|r| r.0.step).collect();
+    assert_eq!(steps, (1..=total).collect::<Vec<_>>(), "every step reported once, in order");
+    let losses: Vec<f32> = reports.iter().map(|r| r.0.loss).collect();
     let el = max_err(&losses, &expected);
     let snap = block_on(runner.snapshot()).unwrap();
     let pe = max_err(&snap.params, &reference.model().params);
@@ -236,7 +243,7 @@ fn a_model_past_the_buffer_limit_runs_on_the_cpu() {
     let (mut runner, line) = Runner::with_context(cpu, BackendChoice::Gpu, Ok(small)).unwrap();
     assert!(line.starts_with("cpu (the GPU ") && line.contains("over the adapter's limit"), "{line}");
     assert!(runner.adapter().is_none());
-    block_on(runner.step(&mut Vec::new())).unwrap();
+    block_on(runner.step(&mut Vec::new(), &mut Vec::new())).unwrap();
 }
 
 #[test]
@@ -267,7 +274,10 @@ fn cgfac_runs_on_the_gpu_and_kfac_stays_on_the_cpu_with_a_notice() {
     let cfg = config(OptimizerConfig::named("cgfac").unwrap(), 2);
     let (mut runner, line) = Runner::with_context(Trainer::new(cfg).unwrap(), BackendChoice::Gpu, Ok(ctx())).unwrap();
     assert!(line.starts_with("gpu ("), "{line}");
-    block_on(runner.step(&mut Vec::new())).unwrap();
+    let mut reports = Vec::new();
+    block_on(runner.step(&mut Vec::new(), &mut reports)).unwrap();
+    block_on(runner.flush(&mut Vec::new(), &mut reports)).unwrap();
+    assert_eq!(reports.len(), 1);
     assert_eq!(runner.diagnostics().unwrap().layers.len(), 2 * 6 + 1, "every linear layer reports");
     let cfg = config(OptimizerConfig::named("kfac").unwrap(), 2);
     let mut s = block_on(Session::new(experiment(cfg, BackendChoice::Gpu), BUDGET)).unwrap();
@@ -305,9 +315,9 @@ fn a_non_finite_gpu_step_is_skipped_on_the_device() {
     let mut cfg = config(OptimizerConfig::adam(), 6);
     cfg.lr = 1e30;
     let mut gpu = engine::gpu::trainer::GpuTrainer::new(ctx(), cfg).unwrap();
-    block_on(gpu.step()).unwrap(); // finite loss, huge weights
+    block_on(gpu.step_read()).unwrap(); // finite loss, huge weights
     let before = block_on(gpu.snapshot()).unwrap();
-    let err = block_on(gpu.step()).err().unwrap().to_string();
+    let err = block_on(gpu.step_read()).err().unwrap().to_string();
     assert!(err.contains("non-finite"), "{err}");
     let after = block_on(gpu.snapshot()).unwrap();
     assert_eq!(after.step, before.step, "the skipped step is not counted");

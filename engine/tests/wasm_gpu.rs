@@ -55,7 +55,7 @@ async fn webgpu_adamw_training_matches_the_cpu() {
     let (mut worst_loss, mut worst_norm) = (0.0f32, 0.0f32);
     for _ in 0..cfg.steps {
         let c = cpu.step().unwrap();
-        let g = gpu.step().await.unwrap();
+        let g = gpu.step_read().await.unwrap().0;
         let el = (c.loss - g.loss).abs() / c.loss;
         let en = (c.grad_norm - g.grad_norm).abs() / c.grad_norm;
         console_log!("step {}: loss cpu {} gpu {} (rel {el:e}), grad norm rel {en:e}", c.step, c.loss, g.loss);
@@ -99,7 +99,7 @@ async fn cgfac_matches_the_cpu(optimizer: OptimizerConfig, tag: &str) {
     let (mut worst_loss, mut worst_norm) = (0.0f32, 0.0f32);
     for _ in 0..cfg.steps {
         let c = cpu.step().unwrap();
-        let g = gpu.step().await.unwrap();
+        let g = gpu.step_read().await.unwrap().0;
         let el = (c.loss - g.loss).abs() / c.loss;
         let en = (c.grad_norm - g.grad_norm).abs() / c.grad_norm;
         console_log!("{tag} step {}: loss cpu {} gpu {} (rel {el:e}), grad norm rel {en:e}", c.step, c.loss, g.loss);

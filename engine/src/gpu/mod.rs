@@ -30,6 +30,7 @@ pub mod trainer;
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 
@@ -73,6 +74,8 @@ pub struct GpuContext {
     /// The first device error or loss, recorded by wgpu's callbacks (whose default is to panic)
     /// and reported by the next readback.
     fault: Arc<Mutex<Option<String>>>,
+    /// Readbacks so far: each one waits for the device, so the training step is tested to need few.
+    reads: AtomicUsize,
 }
 
 impl GpuContext {
@@ -140,7 +143,12 @@ impl GpuContext {
         device.set_device_lost_callback(move |reason, msg| {
             on_lost(format!("device lost ({reason:?}) {msg}").trim_end().into())
         });
-        Ok(GpuContext { device, queue, info, staging: Mutex::new(None), fault })
+        Ok(GpuContext { device, queue, info, staging: Mutex::new(None), fault, reads: AtomicUsize::new(0) })
+    }
+
+    /// How many readbacks this context has made.
+    pub fn readbacks(&self) -> usize {
+        self.reads.load(Ordering::Relaxed)
     }
 
     /// The first error the device reported (a loss, out of memory, a rejected command), if any.
@@ -236,6 +244,7 @@ impl GpuContext {
         if len == 0 {
             return Ok(Vec::new());
         }
+        self.reads.fetch_add(1, Ordering::Relaxed);
         let bytes = 4 * len as u64;
         // Taken out of the slot for the read, so a concurrent read makes its own instead of
         // mapping a buffer that is already mapped.

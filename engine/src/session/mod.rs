@@ -26,6 +26,7 @@ use crate::error::{Error, Result};
 use crate::optim::second_order::Diagnostics;
 use crate::science::probe::Probe;
 use crate::train::Trainer;
+use runner::Reported;
 
 pub use experiment::{BackendChoice, Experiment, ProbeSchedule};
 pub use panels::{Brownian, EntropyPoint, Flow, Panels};
@@ -79,8 +80,9 @@ impl Metrics {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Progress {
-    /// One step: its training loss, and the validation loss when one was due.
-    Stepped { step: usize, loss: f32, val: Option<f32>, recorded: bool },
+    /// One step: its training loss when known (on the GPU a round of steps later, and always when
+    /// a validation loss was due), and that validation loss.
+    Stepped { step: usize, loss: Option<f32>, val: Option<f32>, recorded: bool },
     /// The run has all its steps.
     Done,
     /// A non-finite loss or gradient: the run went back to step `kept` and waits (a lower
@@ -105,6 +107,8 @@ pub struct Session {
     components: Vec<Option<Vec<f64>>>,
     /// The last flow comparison, kept while the probe history is the same.
     flow: Option<Flow>,
+    /// A non-finite step found outside `step` (by a flush before a save): the next `step` says so.
+    stopped: Option<Progress>,
 }
 
 impl Session {
@@ -151,6 +155,7 @@ impl Session {
             notices: Vec::new(),
             components: Vec::new(),
             flow: None,
+            stopped: None,
         };
         s.set_line(backend, choice);
         if step == 0 && s.metrics.val.is_empty() {
@@ -178,33 +183,39 @@ impl Session {
         Ok(true)
     }
 
-    /// One step (with the validation and the probe frame when due).
+    /// One step (with the validation and the probe frame when due). On the GPU the step's loss is
+    /// known a round of steps later, or at once when anything else is due at that step.
     pub async fn step(&mut self) -> Result<Progress> {
+        if let Some(stopped) = self.stopped.take() {
+            return Ok(stopped);
+        }
         let total = self.exp.train.steps;
         let done = self.runner.step_count();
         if done >= total {
             return Ok(Progress::Done);
         }
         let before = self.runner.cpu().map(Trainer::snapshot);
-        let report = match self.runner.step(&mut self.notices).await {
-            Ok(r) => r,
+        let mut known = Vec::new();
+        let mut stepped = self.runner.step(&mut self.notices, &mut known).await;
+        let s = self.runner.step_count();
+        let every = self.exp.train.eval_every;
+        let eval_due = s == total || (every > 0 && s.is_multiple_of(every));
+        // What else is due reads the device anyway: the steps' reports come first.
+        if stepped.is_ok() && (eval_due || self.probe.due(s)) {
+            stepped = self.runner.flush(&mut self.notices, &mut known).await;
+        }
+        self.take_reports(known);
+        match stepped {
+            Ok(()) => {}
             Err(Error::NonFinite { what, step }) => return self.went_non_finite(&what, step),
-            Err(e) => {
-                // The trainer changes nothing on an error; a GPU run is where it was.
-                return Err(e);
-            }
-        };
+            // The trainer changes nothing on an error; a GPU run is where it was.
+            Err(e) => return Err(e),
+        }
         if before.is_some() {
             self.rollback = before;
         }
-        let s = report.step;
-        self.metrics.train.push((s, report.loss));
-        if let Some(d) = self.runner.diagnostics() {
-            self.metrics.diagnostics.push(DiagPoint::of(d, s));
-        }
-        let every = self.exp.train.eval_every;
         let mut val = None;
-        if s == total || (every > 0 && s.is_multiple_of(every)) {
+        if eval_due {
             match self.runner.evaluate(&mut self.notices).await {
                 Ok(loss) => {
                     self.metrics.val.push((s, loss));
@@ -215,7 +226,33 @@ impl Session {
             }
         }
         let recorded = self.record(s).await?;
-        Ok(Progress::Stepped { step: s, loss: report.loss, val, recorded })
+        let loss = self.metrics.train.last().filter(|p| p.0 == s).map(|p| p.1);
+        Ok(Progress::Stepped { step: s, loss, val, recorded })
+    }
+
+    /// Puts the steps' reports into the metrics.
+    fn take_reports(&mut self, reports: Vec<Reported>) {
+        for (r, diag) in reports {
+            self.metrics.train.push((r.step, r.loss));
+            if let Some(d) = diag {
+                self.metrics.diagnostics.push(DiagPoint::of(&d, r.step));
+            }
+        }
+    }
+
+    /// The reports of every step taken, in the metrics (a GPU run gives them a round at a time).
+    /// A non-finite step among them pauses the run as `step` would, and the next `step` says so.
+    pub async fn flush(&mut self) -> Result<()> {
+        let mut known = Vec::new();
+        let flushed = self.runner.flush(&mut self.notices, &mut known).await;
+        self.take_reports(known);
+        match flushed {
+            Err(Error::NonFinite { what, step }) => {
+                self.stopped = Some(self.went_non_finite(&what, step)?);
+                Ok(())
+            }
+            r => r,
+        }
     }
 
     /// Goes back to the last good state and says why, naming the learning rate.
@@ -241,7 +278,7 @@ impl Session {
 
     /// A new base learning rate for the run in progress (weights, optimizer state and step kept).
     pub async fn set_lr(&mut self, lr: f32) -> Result<()> {
-        let mut snap = self.runner.snapshot().await?;
+        let mut snap = self.snapshot().await?;
         snap.config.lr = lr;
         snap.config.validate()?;
         self.replace(snap, self.exp.backend).await?;
@@ -252,7 +289,7 @@ impl Session {
 
     /// Moves the run to `choice`, from its exact state.
     pub async fn set_backend(&mut self, choice: BackendChoice) -> Result<()> {
-        let snap = self.runner.snapshot().await?;
+        let snap = self.snapshot().await?;
         self.replace(snap, choice).await?;
         self.exp.backend = choice;
         Ok(())
@@ -305,8 +342,10 @@ impl Session {
         Summary::of(self, wall_s, steps_timed)
     }
 
-    /// Everything a checkpoint holds (read back from the GPU when the run is there).
-    pub async fn snapshot(&self) -> Result<Snapshot> {
+    /// Everything a checkpoint holds (read back from the GPU when the run is there, after the
+    /// reports of the steps it holds).
+    pub async fn snapshot(&mut self) -> Result<Snapshot> {
+        self.flush().await?;
         self.runner.snapshot().await
     }
 

@@ -2,7 +2,8 @@
 //! the failover both the CLI and the page rely on. A GPU run keeps a host copy of its whole state
 //! (weights, optimizer state, step), refreshed every [`SYNC_EVERY`] steps; when the device fails
 //! (lost, out of memory) the CPU restores that copy, recomputes the steps since (the batches depend
-//! only on the step number) and the run goes on there, with a notice.
+//! only on the step number) and the run goes on there, with a notice. The GPU reports its steps
+//! in rounds (see `gpu::trainer::READ_EVERY`), so a step's report may come with a later one.
 
 use crate::checkpoint::Snapshot;
 use crate::error::{Error, Result};
@@ -13,6 +14,9 @@ use crate::train::{StepReport, Trainer};
 
 #[cfg(feature = "gpu")]
 use crate::gpu::{trainer::GpuTrainer, GpuContext, GpuError};
+
+/// A step's report, with the K-FAC / CG-FAC diagnostics of that step.
+pub type Reported = (StepReport, Option<Diagnostics>);
 
 /// Steps between host copies of the GPU state: a lost device costs at most this many recomputed
 /// CPU steps, while the readback (three times the weights) stays rare.
@@ -98,31 +102,48 @@ impl Runner {
         }
     }
 
-    /// One step. A failed device moves the run to the CPU (the notice says so) and the step is
-    /// taken there; a non-finite loss is `Error::NonFinite` on every backend.
+    /// One step; the reports that became known are pushed onto `out` (on the CPU this step's, on
+    /// the GPU a round's at a time). A failed device moves the run to the CPU (the notice says so)
+    /// and the step is taken there; a non-finite loss is `Error::NonFinite` on every backend.
     #[cfg_attr(not(feature = "gpu"), allow(unused_variables, clippy::ptr_arg))]
-    pub async fn step(&mut self, notices: &mut Vec<String>) -> Result<StepReport> {
+    pub async fn step(&mut self, notices: &mut Vec<String>, out: &mut Vec<Reported>) -> Result<()> {
         #[cfg(feature = "gpu")]
         if let Runner::Gpu(run) = self {
-            let failure = match run.gpu.step().await {
-                Ok(r) => match run.sync().await {
-                    Ok(()) => return Ok(r),
-                    Err(e) => {
-                        // The step happened; the copy after it failed.
-                        self.fall_back(e, notices)?;
-                        return Ok(r);
-                    }
+            let failure = match run.gpu.step(out).await {
+                Ok(()) => match run.sync(out).await {
+                    Ok(()) => return Ok(()),
+                    // The step happened; the read or the copy after it failed.
+                    Err(GpuError::Engine(e)) => return Err(e),
+                    Err(e) => return self.fall_back(e, notices, out),
                 },
                 Err(GpuError::Engine(e)) => return Err(e),
                 Err(e) => e,
             };
-            self.fall_back(failure, notices)?;
+            self.fall_back(failure, notices, out)?;
         }
         match self {
-            Runner::Cpu(t) => t.step(),
+            Runner::Cpu(t) => {
+                let report = t.step()?;
+                out.push((report, t.diagnostics().cloned()));
+                Ok(())
+            }
             #[cfg(feature = "gpu")]
             Runner::Gpu(_) => unreachable!("the GPU run moved to the CPU"),
         }
+    }
+
+    /// Pushes the reports of steps taken but not yet reported onto `out` (none on the CPU).
+    #[cfg_attr(not(feature = "gpu"), allow(unused_variables, clippy::ptr_arg))]
+    pub async fn flush(&mut self, notices: &mut Vec<String>, out: &mut Vec<Reported>) -> Result<()> {
+        #[cfg(feature = "gpu")]
+        if let Runner::Gpu(run) = self {
+            match run.gpu.flush(out).await {
+                Ok(()) => {}
+                Err(GpuError::Engine(e)) => return Err(e),
+                Err(e) => self.fall_back(e, notices, out)?,
+            }
+        }
+        Ok(())
     }
 
     /// Validation loss, computed where the weights are.
@@ -133,7 +154,7 @@ impl Runner {
             match run.gpu.evaluate().await {
                 Ok(loss) => return Ok(loss),
                 Err(GpuError::Engine(e)) => return Err(e),
-                Err(e) => self.fall_back(e, notices)?,
+                Err(e) => self.fall_back(e, notices, &mut Vec::new())?,
             }
         }
         #[cfg(not(feature = "gpu"))]
@@ -157,7 +178,7 @@ impl Runner {
                         run.host.params = p;
                         run.host_step = Some(step);
                     }
-                    Err(e) => self.fall_back(e, notices)?,
+                    Err(e) => self.fall_back(e, notices, &mut Vec::new())?,
                 }
             }
         }
@@ -238,15 +259,20 @@ impl Runner {
     }
 
     /// Moves a failed GPU run to the CPU: the last host copy, plus the steps taken since it,
-    /// recomputed (the batches depend on the step number only, so they are the same batches).
+    /// recomputed (the batches depend on the step number only, so they are the same batches). The
+    /// reports the GPU had not given yet are pushed onto `out` from the recomputed steps.
     #[cfg(feature = "gpu")]
-    fn fall_back(&mut self, e: GpuError, notices: &mut Vec<String>) -> Result<()> {
+    fn fall_back(&mut self, e: GpuError, notices: &mut Vec<String>, out: &mut Vec<Reported>) -> Result<()> {
         let Runner::Gpu(run) = self else { return Ok(()) };
         let at = run.gpu.step_count();
+        let reported = at - run.gpu.pending();
         let mut cpu = Trainer::restore(run.saved.clone())?;
         let from = cpu.step_count();
         while cpu.step_count() < at {
-            cpu.step()?;
+            let report = cpu.step()?;
+            if report.step > reported {
+                out.push((report, cpu.diagnostics().cloned()));
+            }
         }
         notices.push(format!(
             "the GPU {} failed at step {at}: {e}. Training continues on the CPU from the GPU's copy at step \
@@ -278,9 +304,11 @@ impl Runner {
 
 #[cfg(feature = "gpu")]
 impl GpuRun {
-    /// Refreshes the host copy every `sync_every` steps.
-    async fn sync(&mut self) -> std::result::Result<(), GpuError> {
+    /// Refreshes the host copy every `sync_every` steps, once the steps before it are known to be
+    /// finite (their reports go onto `out`).
+    async fn sync(&mut self, out: &mut Vec<Reported>) -> std::result::Result<(), GpuError> {
         if self.gpu.step_count().is_multiple_of(self.sync_every) {
+            self.gpu.flush(out).await?;
             self.saved = self.gpu.snapshot().await?;
         }
         Ok(())

@@ -3,9 +3,9 @@
 
 use std::time::Instant;
 
-use engine::bench::{matmul_gflops, probe_overhead, step_table, MATMUL_SHAPES, SIZES};
-use engine::config::{DataSpec, ModelConfig, TrainConfig};
-use engine::gpu::trainer::GpuTrainer;
+use engine::bench::{matmul_gflops, probe_overhead, step_table, Size, MATMUL_SHAPES, SIZES};
+use engine::config::{DataSpec, ModelConfig, OptimizerConfig, TrainConfig};
+use engine::gpu::trainer::{GpuTrainer, READ_EVERY};
 use engine::gpu::{bench as gpu_bench, block_on, GpuContext};
 use engine::train::shards::default_threads;
 use engine::{Error, Trainer};
@@ -74,20 +74,35 @@ fn gpu(as_json: bool, iters: usize) -> Result<(), Error> {
     for n in [256, 512, 1024, 2048] {
         matmul.push(json!({"n": n, "gflops": block_on(gpu_bench::matmul_gflops(&ctx, n)).map_err(gpu_error)?}));
     }
+    // The larger size only where the adapter is real hardware: on a software one it takes minutes.
+    let large = Size { name: "large", d_model: 256, layers: 4, heads: 8, context: 256, batch: 32 };
+    let sizes: Vec<&Size> = SIZES.iter().chain((!ctx.is_software()).then_some(&large)).collect();
     let mut steps = Vec::new();
-    for s in &SIZES {
-        let cfg = TrainConfig {
-            model: ModelConfig::sized(s.d_model, s.layers, s.heads, s.context),
-            data: DataSpec::Grammar,
-            batch: s.batch,
-            ..TrainConfig::default()
-        };
-        let mut cpu = Trainer::new(cfg.clone())?;
-        let cpu_ms = median_ms(iters, || cpu.step().map(|_| ()))?;
-        let ctx = block_on(GpuContext::new()).map_err(gpu_error)?;
-        let mut gpu = GpuTrainer::new(ctx, cfg).map_err(gpu_error)?;
-        let gpu_ms = median_ms(iters, || block_on(gpu.step()).map(|_| ()).map_err(gpu_error))?;
-        steps.push(json!({"size": s.name, "cpu_ms": cpu_ms, "gpu_ms": gpu_ms, "gpu_over_cpu": gpu_ms / cpu_ms}));
+    for s in sizes {
+        for optimizer in ["adam", "cgfac"] {
+            let cfg = TrainConfig {
+                model: ModelConfig::sized(s.d_model, s.layers, s.heads, s.context),
+                data: DataSpec::Grammar,
+                batch: s.batch,
+                optimizer: OptimizerConfig::named(optimizer)?,
+                ..TrainConfig::default()
+            };
+            let mut cpu = Trainer::new(cfg.clone())?;
+            let cpu_ms = median_ms(iters, || cpu.step().map(|_| ()))?;
+            let ctx = block_on(GpuContext::new()).map_err(gpu_error)?;
+            let mut gpu = GpuTrainer::new(ctx, cfg).map_err(gpu_error)?;
+            // A round of steps ends in its one readback, so rounds are timed and divided.
+            let mut out = Vec::new();
+            let reads = gpu.context().readbacks();
+            let round_ms = median_ms(iters.div_ceil(READ_EVERY) + 2, || {
+                (0..READ_EVERY).try_for_each(|_| block_on(gpu.step(&mut out))).map_err(gpu_error)
+            })?;
+            let rounds = (gpu.step_count() / READ_EVERY) as f64;
+            let readbacks_per_step = (gpu.context().readbacks() - reads) as f64 / (rounds * READ_EVERY as f64);
+            let gpu_ms = round_ms / READ_EVERY as f64;
+            steps.push(json!({"size": s.name, "optimizer": optimizer, "cpu_ms": cpu_ms, "gpu_ms": gpu_ms,
+                "gpu_over_cpu": gpu_ms / cpu_ms, "readbacks_per_step": readbacks_per_step}));
+        }
     }
     if as_json {
         println!("{}", json!({"adapter": adapter, "matmul": matmul, "steps": steps}));
@@ -97,14 +112,17 @@ fn gpu(as_json: bool, iters: usize) -> Result<(), Error> {
     for m in &matmul {
         println!("matmul {:>5}^3: {:>9.1} GFLOP/s", m["n"], m["gflops"].as_f64().unwrap_or(f64::NAN));
     }
-    println!("\n{:<8} {:>10} {:>10} {:>9}", "size", "cpu ms", "gpu ms", "gpu/cpu");
+    println!("\n{:<8} {:<6} {:>10} {:>10} {:>9} {:>11}", "size", "optim", "cpu ms", "gpu ms", "gpu/cpu", "reads/step");
     for s in &steps {
+        let num = |k: &str| s[k].as_f64().unwrap_or(f64::NAN);
         println!(
-            "{:<8} {:>10.2} {:>10.2} {:>9.2}",
+            "{:<8} {:<6} {:>10.2} {:>10.2} {:>9.2} {:>11.2}",
             s["size"].as_str().unwrap_or(""),
-            s["cpu_ms"].as_f64().unwrap_or(f64::NAN),
-            s["gpu_ms"].as_f64().unwrap_or(f64::NAN),
-            s["gpu_over_cpu"].as_f64().unwrap_or(f64::NAN)
+            s["optimizer"].as_str().unwrap_or(""),
+            num("cpu_ms"),
+            num("gpu_ms"),
+            num("gpu_over_cpu"),
+            num("readbacks_per_step")
         );
     }
     Ok(())

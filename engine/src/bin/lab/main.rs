@@ -173,7 +173,7 @@ fn train(a: TrainArgs) -> Result<(), Error> {
                 stopped = Some(message);
                 break;
             }
-            Progress::Stepped { step, loss, val: Some(val), .. } => {
+            Progress::Stepped { step, loss: Some(loss), val: Some(val), .. } => {
                 let line = json!({
                     "step": step,
                     "train_loss": loss,

@@ -5,10 +5,10 @@
 //!
 //! Every linear layer's state lives in three packed tensors: `factors` (A and G), `vecs` (the
 //! gradient `[dW | db]`, CG's x, r, p, Ap and the momentum) and `sc` (CG's scalars per layer, the
-//! KL-clip globals and the reduction partials). The scalars never leave the GPU: each CG kernel
-//! reads its layer's status first, so running `max_iters` fixed iterations reproduces the CPU
-//! loop's early exit. One small readback per iteration only stops the loop once every layer is
-//! done, and the last one fills the diagnostics.
+//! KL-clip globals and the reduction partials). The scalars never leave the GPU inside a step: each
+//! CG kernel reads its layer's status first, so running `max_iters` fixed iterations reproduces the
+//! CPU loop's early exit without a readback; the trainer copies them into its ring of step records,
+//! read every few steps, and the diagnostics come from there.
 //!
 //! `layout` says where everything lives, `solver` records the kernels, this file is the optimizer.
 
@@ -153,19 +153,14 @@ impl CgFac {
         }
     }
 
-    /// One step after `base` (forward, backward and gradient-norm reduction) with the factor
-    /// updates spliced in, CG until every layer is done, then fallback, KL-clip, the momentum
-    /// updates and AdamW. `lr` is the scheduled rate, `factor` its ratio to the base rate. False
-    /// when the step was not finite: the linear layers then kept their weights (the update
-    /// kernel checks), as on the CPU, and the step is not counted.
-    pub async fn step(
-        &mut self,
-        ctx: &GpuContext,
-        base: &[Op],
-        clear: &[&Tensor],
-        lr: f32,
-        factor: f32,
-    ) -> Result<bool> {
+    /// Submits one step after `base` (forward, backward and gradient-norm reduction) with the
+    /// factor updates spliced in, `max_iters` CG iterations, then fallback, KL-clip, the momentum
+    /// updates, AdamW and `record` (which copies the scalars into the trainer's ring), all in one
+    /// submission: nothing is read back. A layer whose solve is done skips the rest of its
+    /// iterations (each kernel reads its status), so the fixed budget gives the CPU loop's early
+    /// exit. `lr` is the scheduled rate, `factor` its ratio to the base rate. The step is counted
+    /// here; [`Self::read_record`] says later whether it was finite.
+    pub fn submit(&mut self, ctx: &GpuContext, base: &[Op], clear: &[&Tensor], lr: f32, factor: f32, record: &[Op]) {
         let refresh = self.t.is_multiple_of(self.cfg.update_interval as u64);
         let first = self.t == 0;
         // The learning rate is the first global (LR in cgfac.wgsl).
@@ -185,18 +180,33 @@ impl CgFac {
             ops.push(op);
         }
         ops.extend(&self.init);
-        ctx.run_cleared(clear, &ops);
-        let iteration: Vec<&Op> = self.iteration.iter().collect();
         for _ in 0..self.cfg.max_iters {
-            let sc = self.solver.scalars(ctx).await?;
-            if !self.solver.layers.iter().any(|l| sc[l.slot + STATUS] == ACTIVE) {
-                break;
-            }
-            ctx.run(&iteration);
+            ops.extend(&self.iteration);
         }
-        let finish: Vec<&Op> = self.finish.iter().collect();
-        ctx.run(&finish);
-        let sc = self.solver.scalars(ctx).await?;
+        ops.extend(&self.finish);
+        ops.extend(record);
+        ctx.run_cleared(clear, &ops);
+        self.t += 1;
+        self.adam_t += 1;
+    }
+
+    /// The second-order and AdamW step counts, to set back after a step that was skipped.
+    pub fn counters(&self) -> [u64; 2] {
+        [self.t, self.adam_t]
+    }
+    pub fn set_counters(&mut self, [t, adam_t]: [u64; 2]) {
+        (self.t, self.adam_t) = (t, adam_t);
+    }
+
+    /// The scalars a step leaves (CG's outcome per layer, fallbacks, KL-clip scale, the bad flag):
+    /// the first `record_len` values of this tensor, copied into the ring after every step.
+    pub fn scalars(&self) -> (&Tensor, usize) {
+        (&self.solver.sc, GLOBALS + STRIDE * self.solver.layers.len())
+    }
+
+    /// Fills the diagnostics from one step's copied scalars; false when that step was not finite
+    /// (the linear layers then kept their weights: the update kernel checks).
+    pub fn read_record(&mut self, sc: &[f32]) -> bool {
         self.diag.layers = (self.solver.layers.iter())
             .map(|l| LayerDiagnostics {
                 name: l.name.clone(),
@@ -211,13 +221,11 @@ impl CgFac {
         self.diag.fallbacks_this_step = sc[FALLBACKS] as usize;
         self.diag.kl_scale = sc[NU];
         if sc[BAD] != 0.0 {
-            return Ok(false);
+            return false;
         }
-        self.t += 1;
-        self.adam_t += 1;
         self.fallbacks_total += self.diag.fallbacks_this_step as u64;
         self.diag.fallbacks_total = self.fallbacks_total;
-        Ok(true)
+        true
     }
 
     /// Named state tensors, as `SecondOrder::state` (CG-FAC keeps no inverses: they are zero).

@@ -359,9 +359,4 @@ impl Solver {
         };
         self.op(ctx, Entry::Update, &self.vecs, params, w, grid_1d(l.size()))
     }
-
-    /// The scalar blocks of every layer (and the globals), read back.
-    pub(super) async fn scalars(&self, ctx: &GpuContext) -> Result<Vec<f32>> {
-        ctx.read(&self.sc, 0, self.partials()).await
-    }
 }

@@ -1,7 +1,11 @@
 //! The whole training step on the GPU: forward, backward, gradient clip and AdamW, SGD or CG-FAC, mirroring
 //! `crate::train::Trainer` with the model of `crate::model` (same data, same initialisation, same
-//! flat parameter layout). Parameters, activations, gradients and optimizer state stay on the GPU;
-//! a step reads back only the loss and the squared gradient norm, an evaluation only its loss.
+//! flat parameter layout). Parameters, activations, gradients and optimizer state stay on the GPU,
+//! and a step reads nothing back: it appends its loss, squared gradient norm (and CG-FAC's
+//! scalars) to a ring of [`READ_EVERY`] records on the GPU, which [`GpuTrainer::flush`] reads in one
+//! go. A non-finite gradient skips the update on the device (every update kernel checks), so the
+//! host learns of it at the next read without having waited for each step. An evaluation reads
+//! only its loss.
 //! [`GpuTrainer::snapshot`] and [`GpuTrainer::restore`] move the whole state (weights, optimizer
 //! state, step) to and from the CPU's `Snapshot`, so either backend can continue the other's run.
 //!
@@ -29,7 +33,23 @@ use crate::error::Error;
 use crate::model::architecture::{Layer, LinearId, LinearSpec, Norm, Slot, BLOCK};
 use crate::model::{check_batch, Model};
 use crate::nn::loss;
+use crate::optim::second_order::Diagnostics;
 use crate::train::StepReport;
+
+/// Steps whose records wait on the GPU before [`GpuTrainer::step`] reads them in one readback.
+pub const READ_EVERY: usize = 10;
+
+/// What one step reported, with CG-FAC's diagnostics of that step.
+pub type Reported = (StepReport, Option<Diagnostics>);
+
+/// A submitted step whose record is still on the GPU.
+struct Pending {
+    /// Steps completed before it.
+    step: usize,
+    lr: f32,
+    /// The optimizer's update counters before it (see `Update::counters`).
+    counters: [u64; 2],
+}
 
 /// The kernel families, each with its pipelines built once.
 struct Kernels {
@@ -128,8 +148,6 @@ pub struct GpuTrainer {
     params: Tensor,
     grads: Tensor,
     scratch_resid: Tensor,
-    stats: Tensor,
-    sum_sq: Tensor,
     step_values: Tensor,
     ops: Vec<Op>,
     /// `ops[..forward]` is the forward pass up to the mean loss in `stats[0]`.
@@ -137,6 +155,33 @@ pub struct GpuTrainer {
     /// Adds `stats[0]` into `eval_sum[0]`, after each validation batch's forward pass.
     eval_add: Op,
     eval_sum: Tensor,
+    /// `READ_EVERY` step records of `record_len` values: loss, squared gradient norm, CG-FAC's
+    /// scalars. Cleared before the first step of each round; `record_ops[i]` adds step `i`'s.
+    ring: Tensor,
+    record_len: usize,
+    record_ops: Vec<Vec<Op>>,
+    pending: Vec<Pending>,
+}
+
+impl Update {
+    /// The update counters the host keeps (bias corrections, refresh schedule): AdamW's t, Muon's
+    /// AdamW t, CG-FAC's second-order t and AdamW t.
+    fn counters(&self) -> [u64; 2] {
+        match self {
+            Update::Adam { t, .. } => [*t, 0],
+            Update::Muon(mu) => [mu.adam_t, 0],
+            Update::CgFac(cg) => cg.counters(),
+            Update::Sgd { .. } => [0, 0],
+        }
+    }
+    fn set_counters(&mut self, c: [u64; 2]) {
+        match self {
+            Update::Adam { t, .. } => *t = c[0],
+            Update::Muon(mu) => mu.adam_t = c[0],
+            Update::CgFac(cg) => cg.set_counters(c),
+            Update::Sgd { .. } => {}
+        }
+    }
 }
 
 /// `y = x W^T + b` (W stored (out, in) at `w` in the parameters, b at `b`), as `crate::nn::linear`.
@@ -402,6 +447,24 @@ impl GpuTrainer {
             }
             OptimizerConfig::Kfac(_) | OptimizerConfig::Soap(_) => unreachable!("rejected above"),
         };
+        let scalars = match &update {
+            Update::CgFac(cg) => Some(cg.scalars()),
+            _ => None,
+        };
+        let record_len = 2 + scalars.map_or(0, |(_, len)| len);
+        let ring = z("step_records", READ_EVERY * record_len)?;
+        let record_ops = (0..READ_EVERY)
+            .map(|i| {
+                let at = i * record_len;
+                // Added into the cleared ring: a copy that keeps NaN and infinity as they are.
+                let mut rec =
+                    vec![k.ew.add(&ctx, (&stats, 0), (&ring, at), 1), k.ew.add(&ctx, (&sum_sq, 0), (&ring, at + 1), 1)];
+                if let Some((sc, len)) = scalars {
+                    rec.push(k.ew.add(&ctx, (sc, 0), (&ring, at + 2), len));
+                }
+                rec
+            })
+            .collect();
 
         Ok(GpuTrainer {
             ctx,
@@ -415,13 +478,15 @@ impl GpuTrainer {
             params,
             grads,
             scratch_resid: s.dresid,
-            stats,
-            sum_sq,
             step_values: step_vals,
             ops,
             forward,
             eval_add,
             eval_sum,
+            ring,
+            record_len,
+            record_ops,
+            pending: Vec::new(),
             cfg,
         })
     }
@@ -480,10 +545,31 @@ impl GpuTrainer {
         Ok(Snapshot { config: self.cfg.clone(), step: self.step, params: self.params().await?, optimizer })
     }
 
-    /// One optimizer step on training batch number `step`, as `Trainer::step`. With AdamW and SGD a
-    /// non-finite gradient skips the update on the device, so after `Error::NonFinite` the state is
-    /// that of the last good step, as on the CPU; with CG-FAC the weights are those of the bad step.
-    pub async fn step(&mut self) -> Result<StepReport> {
+    /// One optimizer step on training batch number `step`, as `Trainer::step`, submitted without
+    /// waiting for it. Every [`READ_EVERY`] steps the records are read back (see [`Self::flush`])
+    /// and their reports pushed onto `out`.
+    pub async fn step(&mut self, out: &mut Vec<Reported>) -> Result<()> {
+        self.submit()?;
+        if self.pending.len() == READ_EVERY {
+            self.flush(out).await?;
+        }
+        Ok(())
+    }
+
+    /// One step whose report is read back at once: for callers that compare every step.
+    pub async fn step_read(&mut self) -> Result<Reported> {
+        self.submit()?;
+        let mut out = Vec::new();
+        self.flush(&mut out).await?;
+        Ok(out.pop().expect("one step was pending"))
+    }
+
+    /// Steps submitted whose records have not been read.
+    pub fn pending(&self) -> usize {
+        self.pending.len()
+    }
+
+    fn submit(&mut self) -> Result<()> {
         let step = self.step;
         self.data.batch(Split::Train, step as u64, &mut self.tokens, &mut self.targets);
         check_batch(self.tokens.len(), self.cfg.model.vocab, &self.tokens, &self.targets)?;
@@ -501,46 +587,70 @@ impl GpuTrainer {
         let lr = self.cfg.schedule.lr(self.cfg.lr, step, self.cfg.steps);
         self.ctx.write(&self.g_tokens, &self.tokens);
         self.ctx.write(&self.g_targets, &self.targets);
-        let clear = [&self.grads, &self.scratch_resid];
-        let mut applied = true;
-        if let Update::CgFac(cg) = &mut self.update {
-            applied = cg.step(&self.ctx, &self.ops, &clear, lr, lr / self.cfg.lr).await?;
-        } else {
-            let values = match &self.update {
-                Update::Adam { beta1, beta2, t, .. } => step_values(lr, *beta1, *beta2, t + 1),
-                Update::Muon(mu) => {
-                    mu.write_step(&self.ctx, lr, lr / self.cfg.lr);
-                    [lr, 0.0, 0.0]
+        let (slot, counters) = (self.pending.len(), self.update.counters());
+        let mut clear = vec![&self.grads, &self.scratch_resid];
+        if slot == 0 {
+            clear.push(&self.ring);
+        }
+        let record = &self.record_ops[slot];
+        match &mut self.update {
+            Update::CgFac(cg) => cg.submit(&self.ctx, &self.ops, &clear, lr, lr / self.cfg.lr, record),
+            update => {
+                let values = match update {
+                    Update::Adam { beta1, beta2, t, .. } => {
+                        *t += 1;
+                        step_values(lr, *beta1, *beta2, *t)
+                    }
+                    Update::Muon(mu) => {
+                        mu.write_step(&self.ctx, lr, lr / self.cfg.lr);
+                        mu.adam_t += 1;
+                        [lr, 0.0, 0.0]
+                    }
+                    _ => [lr, 0.0, 0.0],
+                };
+                self.ctx.write(&self.step_values, &values);
+                let ops: Vec<&Op> = self.ops.iter().chain(record).collect();
+                self.ctx.run_cleared(&clear, &ops);
+            }
+        }
+        // Counted now; a step found non-finite when its record is read ends the run there.
+        self.step += 1;
+        self.pending.push(Pending { step, lr, counters });
+        Ok(())
+    }
+
+    /// Reads the records of the steps submitted since the last read, in one readback, and pushes
+    /// their reports onto `out`. The first non-finite one (loss, gradient, or a CG-FAC update) is
+    /// `Error::NonFinite` with its step, and the step count goes back to it. The device skipped
+    /// its update, so when it was the last step submitted (as with [`Self::step_read`]) the state
+    /// is that of the last good step; steps submitted after it ran on, so then go on from a
+    /// snapshot taken before it (as the session's runner does).
+    pub async fn flush(&mut self, out: &mut Vec<Reported>) -> Result<()> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let w = self.record_len;
+        let records = self.ctx.read::<f32>(&self.ring, 0, self.pending.len() * w).await?;
+        for (p, rec) in std::mem::take(&mut self.pending).into_iter().zip(records.chunks(w)) {
+            let (loss, grad_norm) = (rec[0], rec[1].sqrt());
+            let (diag, applied) = match &mut self.update {
+                Update::CgFac(cg) => {
+                    let ok = cg.read_record(&rec[2..]);
+                    (Some(cg.diag.clone()), ok)
                 }
-                _ => [lr, 0.0, 0.0],
+                _ => (None, true),
             };
-            self.ctx.write(&self.step_values, &values);
-            let ops: Vec<&Op> = self.ops.iter().collect();
-            self.ctx.run_cleared(&clear, &ops);
-        }
-        let loss = self.ctx.read::<f32>(&self.stats, 0, 1).await?[0];
-        let grad_norm = self.ctx.read::<f32>(&self.sum_sq, 0, 1).await?[0].sqrt();
-        let finite = loss.is_finite() && grad_norm.is_finite();
-        // AdamW and SGD skipped a non-finite update on the device: the state is still that of the
-        // last good step. CG-FAC's layer updates have no such guard, so its step counts as taken.
-        let cgfac = matches!(self.update, Update::CgFac(_));
-        if finite || cgfac {
-            self.step += 1;
-            match &mut self.update {
-                Update::Adam { t, .. } => *t += 1,
-                Update::Muon(mu) => mu.adam_t += 1,
-                _ => {}
+            let bad = [("loss", loss), ("gradient", grad_norm)].into_iter().find(|(_, x)| !x.is_finite());
+            let what = bad.map(|(what, _)| what).or((!applied).then_some("CgFac update"));
+            if let Some(what) = what {
+                // The device skipped this update: the counts go back to before it.
+                self.step = p.step;
+                self.update.set_counters(p.counters);
+                return Err(GpuError::Engine(Error::NonFinite { what: what.into(), step: p.step }));
             }
+            out.push((StepReport { step: p.step + 1, loss, lr: p.lr, grad_norm }, diag));
         }
-        for (what, x) in [("loss", loss), ("gradient", grad_norm)] {
-            if !x.is_finite() {
-                return Err(GpuError::Engine(Error::NonFinite { what: what.into(), step }));
-            }
-        }
-        if !applied {
-            return Err(GpuError::Engine(Error::NonFinite { what: "CgFac update".into(), step }));
-        }
-        Ok(StepReport { step: self.step, loss, lr, grad_norm })
+        Ok(())
     }
 
     /// Mean loss over the fixed validation batches, as `Trainer::evaluate`: the losses are summed
@@ -575,8 +685,9 @@ impl GpuTrainer {
     pub fn step_count(&self) -> usize {
         self.step
     }
-    /// CG-FAC's diagnostics of the last step (iterations, residuals, fallbacks, KL-clip scale).
-    pub fn diagnostics(&self) -> Option<&crate::optim::second_order::Diagnostics> {
+    /// CG-FAC's diagnostics of the last step read back (iterations, residuals, fallbacks, KL-clip
+    /// scale).
+    pub fn diagnostics(&self) -> Option<&Diagnostics> {
         match &self.update {
             Update::CgFac(cg) => Some(&cg.diag),
             _ => None,
