@@ -217,6 +217,9 @@ impl Worker {
             }
             Command::Pause => {
                 if self.phase == Phase::Running {
+                    self.settle().await;
+                }
+                if self.phase == Phase::Running {
                     // The last points first: when the page hears "paused" its step is final.
                     self.publish(true);
                     self.set_phase(Phase::Paused);
@@ -232,6 +235,7 @@ impl Worker {
                 }
                 self.set_phase(Phase::Paused);
                 self.advance(1).await;
+                self.settle().await;
                 self.publish(true);
                 self.save(true).await;
             }
@@ -453,6 +457,18 @@ impl Worker {
                 self.finish().await;
                 return;
             }
+        }
+    }
+
+    /// Brings every step's report into the metrics (a GPU run reports a round of steps at a time)
+    /// before the page is told the run stopped; a non-finite step found there pauses the run as
+    /// a step would.
+    async fn settle(&mut self) {
+        let Some(s) = self.session.as_mut() else { return };
+        match s.flush().await {
+            Ok(true) => self.advance(1).await,
+            Ok(false) => {}
+            Err(e) => self.error(format!("could not read the last steps back: {e}")),
         }
     }
 

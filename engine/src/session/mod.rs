@@ -241,17 +241,18 @@ impl Session {
     }
 
     /// The reports of every step taken, in the metrics (a GPU run gives them a round at a time).
-    /// A non-finite step among them pauses the run as `step` would, and the next `step` says so.
-    pub async fn flush(&mut self) -> Result<()> {
+    /// A non-finite step among them pauses the run as `step` would: true, and the next `step`
+    /// returns its `Progress::NonFinite`.
+    pub async fn flush(&mut self) -> Result<bool> {
         let mut known = Vec::new();
         let flushed = self.runner.flush(&mut self.notices, &mut known).await;
         self.take_reports(known);
         match flushed {
             Err(Error::NonFinite { what, step }) => {
                 self.stopped = Some(self.went_non_finite(&what, step)?);
-                Ok(())
+                Ok(true)
             }
-            r => r,
+            r => r.map(|()| false),
         }
     }
 
