@@ -3,6 +3,8 @@
 //! Views carry row and column strides, so transposes and per-head slices of a (B, T, C) buffer are
 //! free: no copies, one call into the GEMM crate (runtime SIMD dispatch natively).
 
+use std::ops::Range;
+
 use crate::scalar::Scalar;
 
 #[derive(Clone, Copy)]
@@ -68,6 +70,15 @@ impl<'a, S: Scalar> MatRef<'a, S> {
     pub fn at(&self, i: usize, j: usize) -> S {
         self.data[self.offset + i * self.rs + j * self.cs]
     }
+
+    /// Rows `r` and columns `c` of this view.
+    pub fn block(self, r: Range<usize>, c: Range<usize>) -> Self {
+        assert!(
+            r.start <= r.end && r.end <= self.rows && c.start <= c.end && c.end <= self.cols,
+            "block outside the view"
+        );
+        MatRef { offset: self.offset + r.start * self.rs + c.start * self.cs, rows: r.len(), cols: c.len(), ..self }
+    }
 }
 
 impl<'a, S: Scalar> MatMut<'a, S> {
@@ -80,6 +91,15 @@ impl<'a, S: Scalar> MatMut<'a, S> {
         assert!(in_bounds(data.len(), offset, rows, cols, rs, cs), "matrix view out of bounds");
         assert!(distinct(rows, cols, rs, cs), "an output matrix view must not alias its own elements");
         MatMut { data, offset, rows, cols, rs, cs }
+    }
+
+    /// Rows `r` and columns `c` of this view.
+    pub fn block(self, r: Range<usize>, c: Range<usize>) -> Self {
+        assert!(
+            r.start <= r.end && r.end <= self.rows && c.start <= c.end && c.end <= self.cols,
+            "block outside the view"
+        );
+        MatMut { offset: self.offset + r.start * self.rs + c.start * self.cs, rows: r.len(), cols: c.len(), ..self }
     }
 }
 
