@@ -345,3 +345,27 @@ fn the_flow_fit_needs_three_frames_and_draws_one_particle_per_token() {
     assert_eq!(f.better, if f.rmse_particles < f.rmse_brownian { "particles" } else { "brownian" });
     assert_eq!(s.flow(1).unwrap(), f, "the same frames give the same fit");
 }
+
+/// On the GPU a step's loss comes with its round; a save in between reads the round first, and a
+/// non-finite step found there pauses the run at the last good state, as a step would: the save
+/// holds that state and the next step says why.
+#[test]
+fn a_save_between_rounds_finds_a_non_finite_step_and_the_next_step_says_so() {
+    let mut cfg = config(OptimizerConfig::adam(), 20);
+    (cfg.lr, cfg.eval_every) = (1e30, 0);
+    let mut exp = experiment(cfg, BackendChoice::Gpu);
+    exp.probe.every = 7;
+    let mut s = block_on(Session::new(exp, BUDGET)).unwrap();
+    assert!(s.adapter().is_some(), "{}", s.backend());
+    for step in 1..=5 {
+        let p = block_on(s.step()).unwrap();
+        assert_eq!(p, Progress::Stepped { step, loss: None, val: None, recorded: false }, "nothing read yet");
+    }
+    assert!(s.metrics().train.is_empty());
+    let snap = block_on(s.snapshot()).unwrap();
+    assert!(snap.params.iter().all(|p| p.is_finite() && p.abs() < 1e6), "the saved weights are the kept ones");
+    let Progress::NonFinite { message, kept } = block_on(s.step()).unwrap() else { panic!("the stop is reported") };
+    assert!(message.contains("training paused"), "{message}");
+    assert_eq!((snap.step, s.step_count()), (kept, kept));
+    assert!(s.metrics().train.iter().all(|p| p.1.is_finite() && p.0 <= kept));
+}
