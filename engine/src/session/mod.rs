@@ -25,8 +25,7 @@ use crate::data::baseline::BaselineLoss;
 use crate::error::{Error, Result};
 use crate::optim::second_order::Diagnostics;
 use crate::science::probe::Probe;
-use crate::train::Trainer;
-use runner::Reported;
+use crate::train::{Reported, Trainer};
 
 pub use experiment::{BackendChoice, Experiment, ProbeSchedule};
 pub use panels::{Brownian, EntropyPoint, Flow, Panels};

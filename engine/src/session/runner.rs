@@ -10,13 +10,10 @@ use crate::error::{Error, Result};
 use crate::model::Model;
 use crate::optim::second_order::Diagnostics;
 use crate::session::experiment::BackendChoice;
-use crate::train::{StepReport, Trainer};
+use crate::train::{Reported, Trainer};
 
 #[cfg(feature = "gpu")]
 use crate::gpu::{trainer::GpuTrainer, GpuContext, GpuError};
-
-/// A step's report, with the K-FAC / CG-FAC diagnostics of that step.
-pub type Reported = (StepReport, Option<Diagnostics>);
 
 /// Steps between host copies of the GPU state: a lost device costs at most this many recomputed
 /// CPU steps, while the readback (three times the weights) stays rare.

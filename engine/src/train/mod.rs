@@ -24,6 +24,10 @@ pub struct StepReport {
     pub grad_norm: f32,
 }
 
+/// A step's report with the K-FAC / CG-FAC diagnostics of that step: what a backend that reports
+/// steps after the fact (the GPU, a round at a time) hands over.
+pub type Reported = (StepReport, Option<crate::optim::second_order::Diagnostics>);
+
 pub struct Trainer {
     cfg: TrainConfig,
     data: Dataset,

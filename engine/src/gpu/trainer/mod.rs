@@ -34,13 +34,10 @@ use crate::model::architecture::{Layer, LinearId, LinearSpec, Norm, Slot, BLOCK}
 use crate::model::{check_batch, Model};
 use crate::nn::loss;
 use crate::optim::second_order::Diagnostics;
-use crate::train::StepReport;
+use crate::train::{Reported, StepReport};
 
 /// Steps whose records wait on the GPU before [`GpuTrainer::step`] reads them in one readback.
 pub const READ_EVERY: usize = 10;
-
-/// What one step reported, with CG-FAC's diagnostics of that step.
-pub type Reported = (StepReport, Option<Diagnostics>);
 
 /// A submitted step whose record is still on the GPU.
 struct Pending {
