@@ -27,12 +27,22 @@ pub trait Scalar:
         csc: isize,
     );
 
+    /// `exp` for the hot loops (softmax, GELU): f32 takes `nn::exp::exp`, which vectorises and
+    /// is within 1 ulp; f64 (the gradient checks) keeps libm's.
+    fn exp_fast(self) -> Self {
+        self.exp()
+    }
+
     fn of(x: f64) -> Self {
         Self::from_f64(x).expect("finite f64 converts")
     }
 }
 
 impl Scalar for f32 {
+    fn exp_fast(self) -> f32 {
+        crate::nn::exp::exp(self)
+    }
+
     unsafe fn gemm_raw(
         m: usize,
         k: usize,

@@ -7,9 +7,10 @@ const GELU_K: f64 = 0.797_884_560_802_865_4; // sqrt(2 / pi)
 const GELU_C: f64 = 0.044715;
 
 /// tanh through one `exp` (cheaper than libm's tanh, exact to float round-off; saturates cleanly).
+#[inline(always)]
 fn tanh<S: Scalar>(y: S) -> S {
     let two = S::of(2.0);
-    S::one() - two / ((two * y).exp() + S::one())
+    S::one() - two / ((two * y).exp_fast() + S::one())
 }
 
 pub fn forward<S: Scalar>(act: Activation, out: &mut [S], inp: &[S]) {

@@ -56,12 +56,11 @@ pub fn backward<S: Scalar>(dlogits: &mut [S], probs: &[S], targets: &[u32], coun
 
 /// Numerically stable softmax of one row.
 pub fn softmax_in_place<S: Scalar>(row: &mut [S]) {
-    let max = row.iter().copied().fold(S::neg_infinity(), S::max);
-    let mut sum = S::zero();
-    for x in row.iter_mut() {
-        *x = (*x - max).exp();
-        sum += *x;
-    }
+    // A select, not `S::max` (a libm call on wasm32); NaN reaches the sum through the exp.
+    let max = row.iter().fold(S::neg_infinity(), |m, &x| if x > m { x } else { m });
+    // The exponentials in their own pass so it vectorises; the sum keeps the row's order.
+    row.iter_mut().for_each(|x| *x = (*x - max).exp_fast());
+    let sum = row.iter().fold(S::zero(), |s, &x| s + x);
     for x in row.iter_mut() {
         *x /= sum;
     }

@@ -4,6 +4,7 @@
 pub mod activation;
 pub mod attention;
 pub mod embedding;
+pub mod exp;
 pub mod layer_norm;
 pub mod linear;
 pub mod loss;
