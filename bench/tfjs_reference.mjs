@@ -5,14 +5,15 @@
 // Same model as bench/pytorch_reference.py and `lab bench`: Pre-LN GELU (tanh) causal transformer,
 // separate Q/K/V/O projections with biases, MLP 4d, AdamW-style Adam step with the gradient
 // clipped to norm 1, random tokens over a vocabulary of 64 (ours trains on its grammar data,
-// whose vocabulary is smaller: its FLOPs are counted by the engine). Both run on one core: the
-// page is not cross-origin isolated, so TF.js picks its single-threaded SIMD build, as ours is.
+// whose vocabulary is smaller: its FLOPs are counted by the engine). The page is not cross-origin
+// isolated, so TF.js picks its single-threaded SIMD build; ours runs in one worker, and in two (a
+// second worker computes half of each step's shards, as the page does on a machine with two cores).
 //
 // Usage (the page built and served, as for the browser tests):
 //   npm install --prefix bench          # TF.js, once (not part of CI)
 //   cargo xtask serve &                 # or any static server of dist/
 //   SPHEREWALK_URL=http://127.0.0.1:8080/ node bench/tfjs_reference.mjs [--steps 20] [--sizes tiny,small]
-// Prints a table: ms per step for TF.js and for the page, and TF.js over the page.
+// Prints a table: ms per step for TF.js and for the page (one and two workers), and the ratios.
 
 import { createRequire } from 'node:module';
 import { readFileSync } from 'node:fs';
@@ -125,18 +126,22 @@ try {
   await ours.goto(PAGE_URL);
   await ours.waitForFunction(() => typeof window.spherewalk?.bench === 'function', null, { timeout: 60_000 });
   await page.goto(`${PAGE_URL}tfjs/bench.html`);
-  console.log(`Chromium ${browser.version()}, ${STEPS} timed steps per size (median), Adam, CPU, one core each`);
-  console.log(`${'size'.padEnd(8)}${'TF.js wasm ms'.padStart(15)}${'ours ms'.padStart(10)}${'ours GFLOP/s'.padStart(14)}${'TF.js / ours'.padStart(14)}`);
+  console.log(`Chromium ${browser.version()}, ${STEPS} timed steps per size (median), Adam, CPU`);
+  console.log(`${'size'.padEnd(8)}${'TF.js wasm ms'.padStart(15)}${'ours 1 worker'.padStart(15)}${'ours 2 workers'.padStart(16)}`
+    + `${'ours GFLOP/s'.padStart(14)}${'TF.js / ours 1w'.padStart(17)}${'TF.js / ours best'.padStart(19)}`);
   for (const name of NAMES) {
     const s = SIZES[name];
     if (!s) throw new Error(`unknown size ${name} (tiny, small, medium)`);
     // Alternating, so a busy moment of the machine falls on both.
     const theirs = await page.evaluate(tfjsBench, { ...s, steps: STEPS });
-    const mine = await ours.evaluate((spec) => window.spherewalk.bench(spec),
-      { d_model: s.d, layers: s.layers, heads: s.heads, context: s.t, batch: s.b, steps: STEPS });
     if (theirs.backend !== 'wasm' || !theirs.simd) throw new Error(`TF.js ran on ${JSON.stringify(theirs)}`);
-    console.log(`${name.padEnd(8)}${theirs.ms_per_step.toFixed(1).padStart(15)}${mine.ms_per_step.toFixed(1).padStart(10)}`
-      + `${mine.gflops.toFixed(1).padStart(14)}${(theirs.ms_per_step / mine.ms_per_step).toFixed(2).padStart(14)}`
+    const spec = { d_model: s.d, layers: s.layers, heads: s.heads, context: s.t, batch: s.b, steps: STEPS };
+    const one = await ours.evaluate((x) => window.spherewalk.bench(x), { ...spec, workers: 1 });
+    const best = await ours.evaluate((x) => window.spherewalk.bench(x), { ...spec, workers: 0 });
+    console.log(`${name.padEnd(8)}${theirs.ms_per_step.toFixed(1).padStart(15)}${one.ms_per_step.toFixed(1).padStart(15)}`
+      + `${(best.workers === 2 ? best.ms_per_step.toFixed(1) : '-').padStart(16)}${best.gflops.toFixed(1).padStart(14)}`
+      + `${(theirs.ms_per_step / one.ms_per_step).toFixed(2).padStart(17)}`
+      + `${(theirs.ms_per_step / Math.min(one.ms_per_step, best.ms_per_step)).toFixed(2).padStart(19)}`
       + (theirs.threads ? '  (TF.js multithreaded)' : ''));
   }
 } finally {

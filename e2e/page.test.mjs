@@ -964,6 +964,48 @@ test('the same link at two worker speeds gives the same science figures', { time
   assert.deepEqual(problems, [], 'no console errors or exceptions');
 });
 
+test('a second worker computes half of each CPU step, and when it crashes the run goes on with the same numbers', { timeout: 240_000 }, async (t) => {
+  const { page, problems } = await launch(t);
+  const cores = await page.evaluate(() => navigator.hardwareConcurrency);
+  const link = '#s=' + encodeURIComponent(JSON.stringify({ steps: 150, steps_per_second: 0 }));
+  const run = async (crashAt) => {
+    await open(page, link);
+    await page.click('#start');
+    await stepTo(page, 2);
+    const backend = await textOf(page, '#backend');
+    if (crashAt) {
+      await stepTo(page, crashAt);
+      await page.evaluate(() => spherewalk.testing.trapSecondWorker());
+      await page.waitForFunction(() => /second worker stopped/.test(document.getElementById('notice')?.textContent ?? ''), null, { timeout: 30_000 });
+    }
+    await waitPhase(page, ['done'], 120_000);
+    return {
+      backend,
+      after: await textOf(page, '#backend'),
+      notice: await textOf(page, '#notice'),
+      losses: await trainLosses(page),
+      summary: JSON.parse(await page.evaluate(() => document.getElementById('summary').dataset.json)),
+    };
+  };
+  const whole = await run(0);
+  if (cores < 2) {
+    t.diagnostic(`one core here (${cores}): no second worker`);
+    assert.doesNotMatch(whole.backend, /2 cores/);
+    return;
+  }
+  assert.match(whole.backend, /2 cores \(a second worker computes half of each step\)/, 'the backend line says the run uses two cores');
+  const crashed = await run(40);
+  t.diagnostic(`second worker crashed at step 40: ${crashed.notice}`);
+  assert.match(crashed.notice, /The second worker stopped \(it crashed: .*unreachable.*\): training goes on in one worker, with the same numbers\./);
+  assert.doesNotMatch(crashed.after, /2 cores/, 'the backend line drops the second core');
+  assert.equal(whole.losses.length, 150);
+  assert.deepEqual(crashed.losses, whole.losses, 'the same loss at every step, with and without the second worker');
+  const science = (s) => JSON.stringify({ val: s.final_val_loss, train: s.final_train_loss, brownian: s.brownian, entropy: s.entropy });
+  assert.equal(science(crashed.summary), science(whole.summary), 'the same summary');
+  const expected = problems.filter((p) => !/unreachable|RuntimeError/.test(p));
+  assert.deepEqual(expected, [], 'no other console errors or exceptions');
+});
+
 test('a crashed worker is reported and the last save resumes; rapid presses stay consistent', { timeout: 240_000 }, async (t) => {
   const { page, problems } = await launch(t);
   await open(page, '');
@@ -1017,7 +1059,14 @@ test('spherewalk.bench times the engine alone in a worker, with the step\'s FLOP
   const flops = 3 * (L * (8 * C * C + 4 * C * F + 4 * T * C) + 2 * C * V) * B * T;
   assert.ok(Math.abs(r.gflops - flops / (r.ms_per_step * 1e6)) < 1e-6 * r.gflops, `GFLOP/s ${r.gflops} from ${r.ms_per_step} ms`);
   assert.ok(r.ms_per_step > 0 && r.gemm_gflops > 0, JSON.stringify(r));
-  t.diagnostic(`spherewalk.bench, small size (d64 L2 H4 T64 B16, Adam, CPU path): ${r.ms_per_step.toFixed(1)} ms/step, ${r.gflops.toFixed(1)} GFLOP/s; wasm GEMM 256^3 ${r.gemm_gflops.toFixed(1)} GFLOP/s`);
+  // As the page's training worker: a second worker takes half of each step where there is a core for it.
+  const cores = await page.evaluate(() => navigator.hardwareConcurrency);
+  assert.equal(r.workers, cores >= 2 ? 2 : 1, `workers on ${cores} cores`);
+  const one = await page.evaluate((s) => spherewalk.bench({ ...s, workers: 1 }), spec);
+  assert.equal(one.workers, 1);
+  t.diagnostic(`spherewalk.bench, small size (d64 L2 H4 T64 B16, Adam, CPU path): ${r.ms_per_step.toFixed(1)} ms/step in ${r.workers} workers, ${one.ms_per_step.toFixed(1)} in one; ${r.gflops.toFixed(1)} GFLOP/s; wasm GEMM 256^3 ${r.gemm_gflops.toFixed(1)} GFLOP/s`);
+  const two = await page.evaluate(() => spherewalk.bench({ workers: 3 }).then(() => 'resolved', (e) => e.message));
+  assert.match(two, /bench workers must be 1 or 2/);
   const bad = await page.evaluate(() => spherewalk.bench({ heads: 5 }).then(() => 'resolved', (e) => e.message));
   assert.match(bad, /heads/);
   const unknown = await page.evaluate(() => spherewalk.bench({ width: 5 }).then(() => 'resolved', (e) => e.message));

@@ -18,8 +18,7 @@ use wasm_bindgen::JsCast;
 const EARLIER_RUNS: usize = 3;
 /// Frames of sphere points drawn as trails.
 pub const TRAIL_LEN: usize = 12;
-/// Where Trunk puts the worker's loader.
-pub const WORKER_URL: &str = "./worker_loader.js";
+pub use spherewalk::protocol::WORKER_URL;
 
 /// One attention chain of the probe row: P of `layer` and `head`, to the power `k`.
 #[derive(Clone, Copy)]
@@ -449,8 +448,9 @@ impl Lab {
             }
             Event::Upload { result } => self.model_msg.set(Some(result)),
             Event::Summary { summary } => self.summary.set(Some(summary.to_string())),
-            // Only scripts' own bench workers answer a bench; the page's never asks.
-            Event::Bench { .. } => {}
+            // Only scripts' own bench workers answer a bench, and only a training worker's second
+            // worker sends shards (to that worker): the page's worker sends neither.
+            Event::Bench { .. } | Event::Shards { .. } => {}
         }
     }
 
@@ -581,7 +581,8 @@ impl Lab {
                 self.error.set(None);
                 // Pressed twice before the worker answers, Start or Step must not make two runs.
                 self.phase.set(if run { Phase::Running } else { Phase::Paused });
-                if self.settings.with_untracked(|s| s.preset == "race") {
+                let racing = self.settings.with_untracked(|s| s.preset == "race");
+                if racing {
                     crate::race::start(self, &experiment, run);
                 } else {
                     crate::race::stop(self);
@@ -591,7 +592,12 @@ impl Lab {
                 let pace = settings.pace();
                 self.send(Command::SetPace { steps_per_second: pace });
                 crate::race::send(Command::SetPace { steps_per_second: pace });
-                self.send(Command::Create { experiment: Box::new(experiment), settings: Some(settings), run });
+                self.send(Command::Create {
+                    experiment: Box::new(experiment),
+                    settings: Some(settings),
+                    run,
+                    second_worker: !racing,
+                });
             }
             Err(e) => {
                 self.error.set(Some(format!("could not start the run: {e}")));

@@ -4,6 +4,7 @@
 //! - `protocol`: the commands and events they exchange, as JS values with typed arrays beside them.
 //! - `settings`: the experiment a visitor picks (presets, free settings), as the URL holds it.
 //! - `worker`: the worker's loop: one session, stepped between messages.
+//! - `shard_pool`: the training worker's second worker, a second core for the CPU steps.
 //! - `persist` and `model_io`: the run in IndexedDB, the model as a safetensors file.
 //! - `js`: clocks and yields that work on the page and in the worker.
 
@@ -12,4 +13,5 @@ pub mod model_io;
 pub mod persist;
 pub mod protocol;
 pub mod settings;
+pub mod shard_pool;
 pub mod worker;

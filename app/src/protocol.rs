@@ -5,21 +5,27 @@
 
 use engine::session::bench::{BenchResult, BenchSpec};
 use engine::session::{BackendChoice, DiagPoint, Experiment, Metrics, Panels};
-use js_sys::{Array, Float32Array, Object, Reflect, Uint8Array};
+use js_sys::{Array, Float32Array, Object, Reflect, Uint32Array, Uint8Array};
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 use wasm_bindgen::{JsCast, JsValue};
 
 use crate::settings::Settings;
 
+/// Where Trunk puts the worker's loader (the page's workers and the training worker's second one).
+pub const WORKER_URL: &str = "./worker_loader.js";
+
 /// The page to the worker.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(tag = "cmd", rename_all = "snake_case")]
 pub enum Command {
-    /// A new run (`settings` is what the page shows and saves beside it); `run` starts training.
+    /// A new run (`settings` is what the page shows and saves beside it); `run` starts training;
+    /// `second_worker`: its CPU steps may use a second worker (a second core). A race turns it off,
+    /// so that every entrant has one core and the race against seconds of compute stays fair.
     Create {
         experiment: Box<Experiment>,
         settings: Option<Settings>,
         run: bool,
+        second_worker: bool,
     },
     Run,
     Pause,
@@ -59,12 +65,22 @@ pub enum Command {
     },
     /// Test hook: aborts the worker's wasm, as a bug or a failed allocation would.
     Trap,
+    /// Test hook: makes the training worker's second worker trap (`shard_pool`).
+    TrapSecond,
     /// Asks for the GPU adapter once for the page: `auto` then needs no new request at each run, and
     /// the page can warn about a software adapter before a run starts.
     ProbeAdapter,
     /// Times training steps and a GEMM on the CPU path (`spherewalk.bench`), in a worker of its own.
     Bench {
         spec: BenchSpec,
+    },
+    /// From the training worker to its second worker (`shard_pool`): shards `from..to` of a step
+    /// of this model and batch; the weights, tokens and targets are bulk arrays 0, 1 and 2.
+    Shard {
+        model: Box<engine::ModelConfig>,
+        batch: usize,
+        from: usize,
+        to: usize,
     },
 }
 
@@ -184,6 +200,11 @@ pub enum Event {
     Bench {
         result: BenchResult,
     },
+    /// The shards of a `Command::Shard`, with their scored tokens; each one's gradient and target
+    /// probabilities are bulk arrays 2i and 2i + 1.
+    Shards {
+        counts: Vec<usize>,
+    },
 }
 
 fn serializer() -> serde_wasm_bindgen::Serializer {
@@ -207,6 +228,8 @@ pub fn encode_at<T: Serialize>(msg: &T, bulk: Vec<JsValue>, epoch: u64) -> Resul
         if let Some(buf) = b.dyn_ref::<Float32Array>().map(|a| a.buffer()) {
             transfer.push(&buf);
         } else if let Some(buf) = b.dyn_ref::<Uint8Array>().map(|a| a.buffer()) {
+            transfer.push(&buf);
+        } else if let Some(buf) = b.dyn_ref::<Uint32Array>().map(|a| a.buffer()) {
             transfer.push(&buf);
         }
         arrays.push(&b);
@@ -232,6 +255,15 @@ pub fn decode<T: DeserializeOwned>(data: &JsValue) -> Result<(T, Vec<JsValue>), 
 
 pub fn floats(v: &[f32]) -> JsValue {
     Float32Array::from(v).into()
+}
+
+pub fn words(v: &[u32]) -> JsValue {
+    Uint32Array::from(v).into()
+}
+
+/// A bulk array back as integers (empty when it is not a Uint32Array).
+pub fn words_of(v: Option<&JsValue>) -> Vec<u32> {
+    v.and_then(|v| v.dyn_ref::<Uint32Array>()).map(Uint32Array::to_vec).unwrap_or_default()
 }
 
 pub fn bytes(v: &[u8]) -> JsValue {

@@ -123,7 +123,7 @@ pub fn start(lab: Lab, experiment: &Experiment, run: bool) {
         });
         worker.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
         let pace = Command::SetPace { steps_per_second: lab.settings.with_untracked(|s| s.pace()) };
-        let create = Command::Create { experiment: Box::new(exp), settings: None, run };
+        let create = Command::Create { experiment: Box::new(exp), settings: None, run, second_worker: false };
         RIVALS_RUNNING.with_borrow_mut(|rivals| {
             rivals.push(Rival { worker, ready: false, pending: vec![pace, create], _on_message: on_message })
         });

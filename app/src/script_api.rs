@@ -14,8 +14,9 @@
 //!   20 Adam steps); resolves to `{ms_per_step, gflops, gemm_gflops, steps, params}`.
 //! - `experiment()`: the page's experiment as JSON text (for `lab train --config`).
 //! - `version`: the engine's version.
-//! - `testing.slowWorker(factor)` and `testing.trapWorker()`: the browser tests' hooks on the page's
-//!   own worker (a worker `factor` times slower; a wasm trap); `testing.attention(layer, head)` (the
+//! - `testing.slowWorker(factor)`, `testing.trapWorker()` and `testing.trapSecondWorker()`: the
+//!   browser tests' hooks on the page's own worker (a worker `factor` times slower; a wasm trap in
+//!   it or in its second worker); `testing.attention(layer, head)` (the
 //!   latest frame's (T, T) attention, row-major, as the engine sent it) and `testing.frameSteps()`
 //!   (the steps of the recorded frames), to check the figures against.
 
@@ -111,7 +112,7 @@ fn train(config: JsValue, on_event: JsValue) -> Promise {
         Ok(e) => e,
         Err(e) => return Promise::reject(&e),
     };
-    let command = Command::Create { experiment: Box::new(experiment), settings: None, run: true };
+    let command = Command::Create { experiment: Box::new(experiment), settings: None, run: true, second_worker: true };
     in_worker(command, on_event, |event| match event {
         Event::Summary { summary } => Some(to_js_result(summary)),
         _ => None,
@@ -157,6 +158,8 @@ pub fn install(lab: Lab) {
     set(&testing, "slowWorker", &slow.into_js_value());
     let trap = Closure::<dyn Fn()>::new(move || lab.send(Command::Trap));
     set(&testing, "trapWorker", &trap.into_js_value());
+    let trap_second = Closure::<dyn Fn()>::new(move || lab.send(Command::TrapSecond));
+    set(&testing, "trapSecondWorker", &trap_second.into_js_value());
     // The engine's numbers behind the figures, as the worker sent them, for the test to check the
     // drawings against: one head's attention matrix of the latest frame, and the recorded steps.
     let attention = Closure::<dyn Fn(usize, usize) -> JsValue>::new(move |layer: usize, head: usize| {

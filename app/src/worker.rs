@@ -14,7 +14,9 @@ use std::rc::Rc;
 
 use engine::checkpoint::Snapshot;
 use engine::memory::DEFAULT_BUDGET;
+use engine::session::bench::BenchSpec;
 use engine::session::{BackendChoice, Experiment, Metrics, Progress, Session};
+use engine::train::remote::{ShardPool, ShardTask, ShardWorker};
 use engine::Trainer;
 use js_sys::{Function, Promise};
 use wasm_bindgen::prelude::*;
@@ -27,6 +29,7 @@ use crate::model_io::{self, SavedMeta};
 use crate::persist;
 use crate::protocol::{self, Command, Event, Phase};
 use crate::settings::Settings;
+use crate::shard_pool::SecondWorker;
 
 const CHUNK_MS: f64 = 8.0;
 const PROGRESS_EVERY_MS: f64 = 50.0;
@@ -126,6 +129,11 @@ struct Worker {
     ms_per_step: Option<f64>,
     /// Why `auto` runs on the CPU here (no adapter, or a software one), once the adapter was asked for.
     auto_cpu: Option<String>,
+    /// The second worker this training worker's CPU steps share their shards with, when allowed.
+    second: Option<SecondWorker>,
+    second_allowed: bool,
+    /// As a second worker: the model the shards are computed with.
+    shard_worker: Option<ShardWorker>,
 }
 
 impl Worker {
@@ -150,6 +158,9 @@ impl Worker {
             timed: (0.0, 0),
             ms_per_step: None,
             auto_cpu: None,
+            second: None,
+            second_allowed: true,
+            shard_worker: None,
         }
     }
 
@@ -209,7 +220,10 @@ impl Worker {
             self.epoch = epoch;
         }
         match cmd {
-            Command::Create { experiment, settings, run } => self.create(*experiment, settings, run).await,
+            Command::Create { experiment, settings, run, second_worker } => {
+                self.second_allowed = second_worker;
+                self.create(*experiment, settings, run).await
+            }
             Command::Run => {
                 if self.session.as_ref().is_some_and(|s| !s.is_done()) {
                     self.set_phase(Phase::Running);
@@ -282,16 +296,72 @@ impl Worker {
             Command::Slowdown { factor } => self.slowdown = factor.max(1.0),
             // What a bug or a failed allocation does to the wasm: the page must notice.
             Command::Trap => core::arch::wasm32::unreachable(),
+            Command::TrapSecond => {
+                if let Some(w) = &self.second {
+                    w.send(&Command::Trap);
+                }
+            }
             Command::ProbeAdapter => self.probe_adapter().await,
-            Command::Bench { spec } => match spec.run(&now_ms) {
-                Ok(result) => self.post(Event::Bench { result }),
-                Err(e) => self.post(Event::Error { text: e.to_string() }),
-            },
+            Command::Bench { spec } => self.bench(spec).await,
+            Command::Shard { model, batch, from, to } => self.shard(*model, batch, from..to, &bulk),
+        }
+    }
+
+    /// Times the engine (`spherewalk.bench`), with a second worker as the page's training worker
+    /// has one, unless the spec asks for one worker.
+    async fn bench(&mut self, spec: BenchSpec) {
+        let second = match spec.config() {
+            Ok(_) if spec.workers != 1 => SecondWorker::spawn(),
+            _ => None,
+        };
+        if let Some(w) = &second {
+            if !w.ready().await {
+                return self.post(Event::Error { text: "the second worker did not start".into() });
+            }
+        }
+        if spec.workers == 2 && second.is_none() {
+            return self.post(Event::Error { text: "this machine has one core: no second worker".into() });
+        }
+        match spec.run(&now_ms, second.as_ref().map(|w| w as &dyn ShardPool)).await {
+            Ok(result) => self.post(Event::Bench { result }),
+            Err(e) => self.post(Event::Error { text: e.to_string() }),
+        }
+    }
+
+    /// As the second worker of another training worker: computes the shards it was sent.
+    fn shard(&mut self, model: engine::ModelConfig, batch: usize, parts: std::ops::Range<usize>, bulk: &[JsValue]) {
+        let task = ShardTask {
+            model,
+            batch,
+            params: protocol::floats_of(bulk.first()),
+            tokens: protocol::words_of(bulk.get(1)),
+            targets: protocol::words_of(bulk.get(2)),
+            parts,
+        };
+        let worker = match self.shard_worker.take() {
+            Some(w) if w.fits(&task) => Ok(w),
+            _ => ShardWorker::new(task.model.clone(), task.batch),
+        };
+        let result = worker.and_then(|w| self.shard_worker.insert(w).run(&task));
+        match result {
+            Ok(outs) => {
+                let counts = outs.iter().map(|o| o.count).collect();
+                let bulk =
+                    outs.iter().flat_map(|o| [protocol::floats(&o.grads), protocol::floats(&o.target_p)]).collect();
+                self.post_with(&Event::Shards { counts }, bulk);
+            }
+            Err(e) => self.post(Event::Error { text: e.to_string() }),
         }
     }
 
     /// Makes `session` the run, tells the page, and starts or pauses it.
-    fn install(&mut self, session: Session, settings: Option<Settings>, run: bool) {
+    fn install(&mut self, mut session: Session, settings: Option<Settings>, run: bool) {
+        if !self.second_allowed {
+            self.second = None;
+        } else if self.second.as_ref().is_none_or(SecondWorker::is_dead) {
+            self.second = SecondWorker::spawn();
+        }
+        session.set_shard_pool(self.second.clone().map(|w| Box::new(w) as Box<dyn ShardPool>));
         let m = session.metrics().clone();
         self.sent = (m.train.len(), m.val.len(), m.diagnostics.len());
         self.post(Event::Run {
@@ -375,7 +445,11 @@ impl Worker {
 
     fn post_backend(&self) {
         if let Some(s) = &self.session {
-            self.post(Event::Backend { line: s.backend().into(), adapter: s.adapter().map(String::from) });
+            let mut line = s.backend().to_string();
+            if s.uses_shard_pool() {
+                line.push_str(" · 2 cores (a second worker computes half of each step)");
+            }
+            self.post(Event::Backend { line, adapter: s.adapter().map(String::from) });
         }
     }
 

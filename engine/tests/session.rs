@@ -7,6 +7,7 @@ use engine::config::{ModelConfig, OptimizerConfig, TrainConfig};
 use engine::gpu::{block_on, GpuContext, GpuError};
 use engine::science::cache;
 use engine::session::{BackendChoice, Experiment, Metrics, Progress, Runner, Session};
+use engine::train::remote::{ShardFuture, ShardPool, ShardTask, ShardWorker};
 use engine::Trainer;
 
 const BUDGET: u64 = 1 << 30;
@@ -368,4 +369,62 @@ fn a_save_between_rounds_finds_a_non_finite_step_and_the_next_step_says_so() {
     assert!(message.contains("training paused"), "{message}");
     assert_eq!((snap.step, s.step_count()), (kept, kept));
     assert!(s.metrics().train.iter().all(|p| p.1.is_finite() && p.0 <= kept));
+}
+
+/// A second worker in the same thread: it computes each task as it arrives (or fails from
+/// `fail_at` on), and counts the tasks.
+struct InlinePool {
+    worker: std::cell::RefCell<Option<ShardWorker>>,
+    tasks: std::rc::Rc<std::cell::Cell<usize>>,
+    fail_at: usize,
+}
+
+impl ShardPool for InlinePool {
+    fn start(&self, task: ShardTask) -> Option<ShardFuture> {
+        let n = self.tasks.get() + 1;
+        self.tasks.set(n);
+        let mut slot = self.worker.borrow_mut();
+        if !slot.as_ref().is_some_and(|w| w.fits(&task)) {
+            *slot = Some(ShardWorker::new(task.model.clone(), task.batch).unwrap());
+        }
+        let result = if n >= self.fail_at {
+            Err("it crashed".to_string())
+        } else {
+            slot.as_mut().unwrap().run(&task).map_err(|e| e.to_string())
+        };
+        Some(Box::pin(std::future::ready(result)))
+    }
+}
+
+#[test]
+fn a_second_worker_takes_half_of_each_step_and_a_failed_one_changes_no_number() {
+    let mut cfg = config(OptimizerConfig::adam(), 10);
+    // Big enough for a second worker (`remote::MIN_FLOPS`).
+    cfg.model = ModelConfig { d_ff: 128, context: 32, ..cfg.model };
+    cfg.batch = 16;
+    assert!(engine::memory::step_flops(&cfg) >= engine::train::remote::MIN_FLOPS);
+    let mut alone = block_on(Session::new(experiment(cfg.clone(), BackendChoice::Cpu), BUDGET)).unwrap();
+    let expected = run_to_end(&mut alone);
+    for fail_at in [usize::MAX, 6] {
+        let tasks = std::rc::Rc::new(std::cell::Cell::new(0));
+        let pool = InlinePool { worker: Default::default(), tasks: tasks.clone(), fail_at };
+        let mut s = block_on(Session::new(experiment(cfg.clone(), BackendChoice::Cpu), BUDGET)).unwrap();
+        s.set_shard_pool(Some(Box::new(pool)));
+        let got = run_to_end(&mut s);
+        assert_eq!(
+            format!("{got:?}"),
+            format!("{expected:?}"),
+            "the same steps, losses and validations (fail at {fail_at})"
+        );
+        assert_eq!(s.metrics().train, alone.metrics().train);
+        let notices = s.take_notices();
+        if fail_at == usize::MAX {
+            assert_eq!(tasks.get(), 10, "every step gave the other worker its shards");
+            assert!(s.uses_shard_pool() && notices.is_empty(), "{notices:?}");
+        } else {
+            assert_eq!(tasks.get(), 6, "no task after the failure");
+            assert!(!s.uses_shard_pool());
+            assert!(notices.iter().any(|n| n.contains("second worker stopped (it crashed)")), "{notices:?}");
+        }
+    }
 }

@@ -22,12 +22,21 @@ pub fn forward<S: Scalar>(logits: &mut [S], targets: &[u32], v: usize) -> (S, us
 /// them: the data-parallel shards sum theirs in shard order, so the batch's loss has the same bits
 /// however it was cut.
 pub fn add_nll<S: Scalar>(total: &mut S, count: &mut usize, probs: &[S], targets: &[u32], v: usize) {
-    for (row, &tgt) in probs.chunks_exact(v).zip(targets) {
-        if tgt != IGNORE {
-            *total -= row[tgt as usize].ln();
-            *count += 1;
-        }
+    for p in target_probs(probs, targets, v) {
+        add_nll_of(total, p);
+        *count += 1;
     }
+}
+
+/// The probability every counted row of `probs` (N, V) gives its target, in row order: what a
+/// shard computed in another worker sends for the batch's loss.
+pub fn target_probs<'a, S: Scalar>(probs: &'a [S], targets: &'a [u32], v: usize) -> impl Iterator<Item = S> + 'a {
+    probs.chunks_exact(v).zip(targets).filter(|(_, &t)| t != IGNORE).map(|(row, &t)| row[t as usize])
+}
+
+/// Adds one counted row's `-ln p` to `total` (the one operation [`add_nll`] repeats).
+pub fn add_nll_of<S: Scalar>(total: &mut S, p: S) {
+    *total -= p.ln();
 }
 
 /// `total / count`, 0 for no counted targets.

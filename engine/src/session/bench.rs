@@ -9,6 +9,7 @@ use crate::data::Dataset;
 use crate::error::{Error, Result};
 use crate::memory;
 use crate::nn::matmul::{gemm, MatMut, MatRef};
+use crate::train::remote::{self, ShardPool};
 use crate::Trainer;
 
 /// What to time; every field may be left out (defaults: `lab bench`'s small size, Adam).
@@ -23,11 +24,23 @@ pub struct BenchSpec {
     /// Timed steps, after three untimed ones.
     pub steps: usize,
     pub optimizer: String,
+    /// Workers a step runs in: 1, or 2 (a second worker computes half of its shards, as the page's
+    /// training worker does where there is a second core); 0: as the page would.
+    pub workers: usize,
 }
 
 impl Default for BenchSpec {
     fn default() -> Self {
-        BenchSpec { d_model: 64, layers: 2, heads: 4, context: 64, batch: 16, steps: 20, optimizer: "adam".into() }
+        BenchSpec {
+            d_model: 64,
+            layers: 2,
+            heads: 4,
+            context: 64,
+            batch: 16,
+            steps: 20,
+            optimizer: "adam".into(),
+            workers: 0,
+        }
     }
 }
 
@@ -40,6 +53,8 @@ pub struct BenchResult {
     pub gemm_gflops: f64,
     pub steps: usize,
     pub params: usize,
+    /// Workers the steps ran in.
+    pub workers: usize,
 }
 
 impl BenchSpec {
@@ -47,6 +62,9 @@ impl BenchSpec {
     pub fn config(&self) -> Result<TrainConfig> {
         if self.steps == 0 || self.steps > 10_000 {
             return Err(Error::Config(format!("bench steps must be 1 to 10000, got {}", self.steps)));
+        }
+        if self.workers > 2 {
+            return Err(Error::Config(format!("bench workers must be 1 or 2 (0: as the page), got {}", self.workers)));
         }
         let model = ModelConfig::sized(self.d_model, self.layers, self.heads, self.context);
         let optimizer = OptimizerConfig::named(&self.optimizer)?;
@@ -65,16 +83,21 @@ impl BenchSpec {
         Ok(cfg)
     }
 
-    /// Times the steps and the GEMM with `now` (milliseconds).
-    pub fn run(&self, now: &dyn Fn() -> f64) -> Result<BenchResult> {
+    /// Times the steps and the GEMM with `now` (milliseconds); with `pool` every step gives half of
+    /// its shards to that other worker (a failure of it fails the bench).
+    pub async fn run(&self, now: &dyn Fn() -> f64, pool: Option<&dyn ShardPool>) -> Result<BenchResult> {
         let cfg = self.config()?;
         let mut t = Trainer::new(cfg)?;
+        let step = async |t: &mut Trainer| match remote::step(t, pool).await {
+            (_, Some(why)) => Err(Error::Config(format!("the second worker stopped: {why}"))),
+            (report, None) => report.map(|_| ()),
+        };
         for _ in 0..3 {
-            t.step()?;
+            step(&mut t).await?;
         }
         let start = now();
         for _ in 0..self.steps {
-            t.step()?;
+            step(&mut t).await?;
         }
         let ms_per_step = (now() - start) / self.steps as f64;
         let flops = memory::step_flops(t.config());
@@ -92,6 +115,7 @@ impl BenchSpec {
             gemm_gflops: 2.0 * (n * n * n) as f64 / (gemm_ms * 1e6),
             steps: self.steps,
             params: t.model().num_params(),
+            workers: if pool.is_some() && t.splits() { 2 } else { 1 },
         })
     }
 }
@@ -100,18 +124,29 @@ impl BenchSpec {
 mod tests {
     use super::*;
 
+    /// The value of a future that never waits (a bench without a second worker).
+    fn ready<T>(f: impl std::future::Future<Output = T>) -> T {
+        let mut f = std::pin::pin!(f);
+        match f.as_mut().poll(&mut std::task::Context::from_waker(std::task::Waker::noop())) {
+            std::task::Poll::Ready(v) => v,
+            std::task::Poll::Pending => panic!("a bench without a second worker waited"),
+        }
+    }
+
     #[test]
     fn the_bench_times_what_it_is_asked_and_refuses_bad_sizes() {
         let clock = std::time::Instant::now();
         let now = move || clock.elapsed().as_secs_f64() * 1e3;
         let spec =
             BenchSpec { d_model: 32, layers: 1, heads: 2, context: 16, batch: 4, steps: 3, ..BenchSpec::default() };
-        let r = spec.run(&now).unwrap();
+        let r = ready(spec.run(&now, None)).unwrap();
         let want = Trainer::new(spec.config().unwrap()).unwrap().model().num_params();
-        assert_eq!((r.steps, r.params), (3, want));
+        assert_eq!((r.steps, r.params, r.workers), (3, want, 1));
         assert!(r.ms_per_step > 0.0 && r.gflops > 0.0 && r.gemm_gflops > 0.0, "{r:?}");
         let bad = BenchSpec { heads: 5, ..spec.clone() }.config().unwrap_err().to_string();
         assert!(bad.contains("heads"), "{bad}");
+        let workers = BenchSpec { workers: 3, ..spec.clone() }.config().unwrap_err().to_string();
+        assert!(workers.contains("workers must be 1 or 2"), "{workers}");
         let huge =
             BenchSpec { d_model: 1024, layers: 32, heads: 16, context: 1024, batch: 256, ..spec }.config().unwrap_err();
         assert!(huge.to_string().contains("memory limit"), "{huge}");

@@ -25,6 +25,7 @@ use crate::data::baseline::BaselineLoss;
 use crate::error::{Error, Result};
 use crate::optim::second_order::Diagnostics;
 use crate::science::probe::Probe;
+use crate::train::remote::ShardPool;
 use crate::train::{Reported, Trainer};
 
 pub use experiment::{BackendChoice, Experiment, ProbeSchedule};
@@ -108,6 +109,8 @@ pub struct Session {
     flow: Option<Flow>,
     /// A non-finite step found outside `step` (by a flush before a save): the next `step` says so.
     stopped: Option<Progress>,
+    /// Another worker that computes half of each CPU step's shards (`train::remote`).
+    pool: Option<Box<dyn ShardPool>>,
 }
 
 impl Session {
@@ -155,6 +158,7 @@ impl Session {
             components: Vec::new(),
             flow: None,
             stopped: None,
+            pool: None,
         };
         s.set_line(backend, choice);
         if step == 0 && s.metrics.val.is_empty() {
@@ -195,7 +199,7 @@ impl Session {
         }
         let before = self.runner.cpu().map(Trainer::snapshot);
         let mut known = Vec::new();
-        let mut stepped = self.runner.step(&mut self.notices, &mut known).await;
+        let mut stepped = self.runner.step_with(&mut self.notices, &mut known, &mut self.pool).await;
         let s = self.runner.step_count();
         let every = self.exp.train.eval_every;
         let eval_due = s == total || (every > 0 && s.is_multiple_of(every));
@@ -372,6 +376,15 @@ impl Session {
     }
     pub fn entropy(&self) -> &[EntropyPoint] {
         &self.entropy
+    }
+    /// Gives half of each CPU step's shards to `pool` (another worker): the numbers stay the same.
+    pub fn set_shard_pool(&mut self, pool: Option<Box<dyn ShardPool>>) {
+        self.pool = pool;
+    }
+    /// Whether another worker takes part in the steps: there is one, the run is on the CPU and its
+    /// steps split (`Trainer::splits`).
+    pub fn uses_shard_pool(&self) -> bool {
+        self.pool.is_some() && self.runner.cpu().is_some_and(Trainer::splits)
     }
     /// Where the run is: "cpu", "gpu (adapter)", with the reason when the choice was not honoured.
     pub fn backend(&self) -> &str {

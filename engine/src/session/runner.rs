@@ -10,6 +10,7 @@ use crate::error::{Error, Result};
 use crate::model::Model;
 use crate::optim::second_order::Diagnostics;
 use crate::session::experiment::BackendChoice;
+use crate::train::remote::{self, ShardPool};
 use crate::train::{Reported, Trainer};
 
 #[cfg(feature = "gpu")]
@@ -104,6 +105,18 @@ impl Runner {
     /// and the step is taken there; a non-finite loss is `Error::NonFinite` on every backend.
     #[cfg_attr(not(feature = "gpu"), allow(unused_variables, clippy::ptr_arg))]
     pub async fn step(&mut self, notices: &mut Vec<String>, out: &mut Vec<Reported>) -> Result<()> {
+        self.step_with(notices, out, &mut None).await
+    }
+
+    /// `step`, with `pool` (another worker) computing half of a CPU step's shards; one that fails
+    /// is dropped (the notice says so) and the step is finished here, with the same numbers.
+    #[cfg_attr(not(feature = "gpu"), allow(unused_variables, clippy::ptr_arg))]
+    pub async fn step_with(
+        &mut self,
+        notices: &mut Vec<String>,
+        out: &mut Vec<Reported>,
+        pool: &mut Option<Box<dyn ShardPool>>,
+    ) -> Result<()> {
         #[cfg(feature = "gpu")]
         if let Runner::Gpu(run) = self {
             let failure = match run.gpu.step(out).await {
@@ -120,7 +133,14 @@ impl Runner {
         }
         match self {
             Runner::Cpu(t) => {
-                let report = t.step()?;
+                let (report, failed) = remote::step(t, pool.as_deref()).await;
+                if let Some(why) = failed {
+                    notices.push(format!(
+                        "The second worker stopped ({why}): training goes on in one worker, with the same numbers."
+                    ));
+                    *pool = None;
+                }
+                let report = report?;
                 out.push((report, t.diagnostics().cloned()));
                 Ok(())
             }

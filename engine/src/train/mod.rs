@@ -1,7 +1,9 @@
 //! The training loop the CLI and the page share: one `step` at a time, so a caller can yield to a
 //! browser between steps, stop on bad numbers, and checkpoint whenever it likes. The batch runs in
-//! `shards` (data parallel, the same bits on any number of threads).
+//! `shards` (data parallel, the same bits on any number of threads), half of them in another worker
+//! where there are no threads (`remote`, the browser).
 
+pub mod remote;
 pub mod shards;
 
 use serde::Serialize;
@@ -37,6 +39,8 @@ pub struct Trainer {
     tokens: Vec<u32>,
     targets: Vec<u32>,
     step: usize,
+    /// Shards of the step begun that this worker computes (the rest: `remote`).
+    own: usize,
 }
 
 impl Trainer {
@@ -57,6 +61,7 @@ impl Trainer {
             tokens: vec![0; n],
             targets: vec![0; n],
             step: 0,
+            own: 0,
             cfg,
             data,
             model,
@@ -66,8 +71,51 @@ impl Trainer {
     /// One optimizer step on training batch number `step`. A non-finite loss or gradient stops the
     /// step before anything changes, so the model keeps its last good state.
     pub fn step(&mut self) -> Result<StepReport> {
+        self.begin(self.shards.count());
+        self.compute_own()?;
+        self.finish_step(None)
+    }
+
+    /// Starts a step whose last shards another worker may compute (`remote`): draws the batch and
+    /// returns that worker's task, or None when the step stays here (see `splits`).
+    pub fn begin_step(&mut self) -> Option<remote::ShardTask> {
+        let count = self.shards.count();
+        self.begin(if self.splits() { count - count / 2 } else { count });
+        (self.own < count).then(|| remote::ShardTask {
+            model: self.cfg.model.clone(),
+            batch: self.cfg.batch,
+            params: self.model.params.clone(),
+            tokens: self.tokens.clone(),
+            targets: self.targets.clone(),
+            parts: self.own..count,
+        })
+    }
+
+    /// Whether `begin_step` gives shards to another worker: when there are two or more (K-FAC and
+    /// CG-FAC take one, as does a batch of one) and the step is big enough (`remote::MIN_FLOPS`).
+    pub fn splits(&self) -> bool {
+        self.shards.count() >= 2 && crate::memory::step_flops(&self.cfg) >= remote::MIN_FLOPS
+    }
+
+    fn begin(&mut self, own: usize) {
         self.data.batch(Split::Train, self.step as u64, &mut self.tokens, &mut self.targets);
-        let loss = self.shards.forward_backward(&self.model, &self.tokens, &self.targets)?;
+        self.own = own;
+    }
+
+    /// This worker's shards of the step begun.
+    pub fn compute_own(&mut self) -> Result<()> {
+        self.shards.compute(&self.model, &self.tokens, &self.targets, true, 0..self.own)
+    }
+
+    /// Ends the step begun with the other worker's shards (`None`: computes them here).
+    pub fn finish_step(&mut self, remote: Option<Vec<shards::ShardOut>>) -> Result<StepReport> {
+        let rest = self.own..self.shards.count();
+        match remote {
+            _ if rest.is_empty() => {}
+            Some(outs) => self.shards.accept(rest.start, outs)?,
+            None => self.shards.compute(&self.model, &self.tokens, &self.targets, true, rest)?,
+        }
+        let loss = self.shards.combine(true);
         if !loss.is_finite() {
             return Err(Error::NonFinite { what: "loss".into(), step: self.step });
         }

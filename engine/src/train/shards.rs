@@ -40,7 +40,20 @@ struct Part {
     seqs: Range<usize>,
     cache: Cache<f32>,
     grads: Grads<f32>,
+    /// The probability each scored token gave its target, in row order (for the batch's loss).
+    target_p: Vec<f32>,
+    /// Scored tokens.
+    count: usize,
     error: Option<crate::error::Error>,
+}
+
+/// A shard computed by another worker (`train::remote`): its gradient, the probability each scored
+/// token gave its target, in row order, and their count.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ShardOut {
+    pub grads: Vec<f32>,
+    pub target_p: Vec<f32>,
+    pub count: usize,
 }
 
 pub struct Shards {
@@ -60,7 +73,7 @@ impl Shards {
                 let seqs = s * batch / count..(s + 1) * batch / count;
                 let cache = Cache::new(&model.cfg, seqs.len());
                 let grads = Grads::new(model, seqs.len());
-                Part { seqs, cache, grads, error: None }
+                Part { seqs, cache, grads, target_p: Vec::new(), count: 0, error: None }
             })
             .collect();
         let sum = (count > 1).then(|| Grads::new(model, 0));
@@ -80,63 +93,107 @@ impl Shards {
         self.threads = if cfg!(target_arch = "wasm32") { 1 } else { threads.max(1) };
     }
 
-    /// Runs `f` on every shard, the shards dealt to the threads in contiguous runs.
-    fn each(&mut self, f: impl Fn(&mut Part) + Sync) {
-        let threads = self.threads.min(self.parts.len());
+    /// Runs `f` on the shards `which`, dealt to the threads in contiguous runs.
+    fn each(&mut self, which: Range<usize>, f: impl Fn(&mut Part) + Sync) {
+        let parts = &mut self.parts[which];
+        let threads = self.threads.min(parts.len());
         if threads <= 1 {
-            self.parts.iter_mut().for_each(f);
+            parts.iter_mut().for_each(f);
             return;
         }
-        let per = self.parts.len().div_ceil(threads);
+        let per = parts.len().div_ceil(threads);
         let f = &f;
         std::thread::scope(|s| {
-            for run in self.parts.chunks_mut(per) {
+            for run in parts.chunks_mut(per) {
                 s.spawn(move || run.iter_mut().for_each(f));
             }
         });
     }
 
-    /// Runs the forward pass (and, with `backward`, the backward pass) of every shard on its
-    /// sequences of the batch (`tokens`, `targets`: B*T); returns the batch's mean loss. With more
-    /// than one shard the batch's gradient is the shards' in order, weighted by scored tokens.
-    fn run(&mut self, model: &Model<f32>, tokens: &[u32], targets: &[u32], backward: bool) -> Result<f32> {
+    /// Runs the forward pass (and, with `backward`, the backward pass) of the shards `which` on
+    /// their sequences of the batch (`tokens`, `targets`: B*T).
+    pub fn compute(
+        &mut self,
+        model: &Model<f32>,
+        tokens: &[u32],
+        targets: &[u32],
+        backward: bool,
+        which: Range<usize>,
+    ) -> Result<()> {
         let t = self.context;
         let n = self.parts.last().map_or(0, |p| p.seqs.end) * t;
         crate::model::check_batch(n, model.cfg.vocab, tokens, targets)?;
-        self.each(|p| {
+        let v = model.cfg.vocab;
+        self.each(which.clone(), |p| {
             let r = p.seqs.start * t..p.seqs.end * t;
             p.error = model.forward(&mut p.cache, &tokens[r.clone()], &targets[r]).err();
-            if backward && p.error.is_none() {
-                model.backward(&p.cache, &mut p.grads);
+            if p.error.is_none() {
+                p.target_p.clear();
+                p.target_p.extend(loss::target_probs(&p.cache.probs, &p.cache.targets, v));
+                p.count = p.cache.count;
+                if backward {
+                    model.backward(&p.cache, &mut p.grads);
+                }
             }
         });
-        if let Some(e) = self.parts.iter_mut().find_map(|p| p.error.take()) {
-            return Err(e);
+        match self.parts[which].iter_mut().find_map(|p| p.error.take()) {
+            Some(e) => Err(e),
+            None => Ok(()),
         }
-        // The loss from every shard's rows in batch order, as one pass over the batch sums them.
+    }
+
+    /// Takes the shards from `first` on from another worker (as `compute` would have left them).
+    pub fn accept(&mut self, first: usize, outs: Vec<ShardOut>) -> Result<()> {
+        let parts = self.parts.get_mut(first..).filter(|p| p.len() == outs.len());
+        let Some(parts) = parts else {
+            return Err(crate::error::Error::Config(format!("{} remote shards for shards {first}..", outs.len())));
+        };
+        for (p, out) in parts.iter_mut().zip(outs) {
+            let tokens = p.seqs.len() * self.context;
+            if out.grads.len() != p.grads.data.len() || out.target_p.len() != out.count || out.count > tokens {
+                return Err(crate::error::Error::Config("a remote shard of the wrong size".into()));
+            }
+            p.grads.data = out.grads;
+            (p.target_p, p.count) = (out.target_p, out.count);
+        }
+        Ok(())
+    }
+
+    /// What `compute` left in the shards `which`, for another worker's `accept`.
+    pub fn outs(&self, which: Range<usize>) -> Vec<ShardOut> {
+        let part = |p: &Part| ShardOut { grads: p.grads.data.clone(), target_p: p.target_p.clone(), count: p.count };
+        self.parts[which].iter().map(part).collect()
+    }
+
+    /// The batch's mean loss from every shard's rows in batch order, as one pass over the batch
+    /// sums them; with `backward` and more than one shard the batch's gradient is the shards' in
+    /// order, each weighted by its share of the scored tokens.
+    pub fn combine(&mut self, backward: bool) -> f32 {
         let (mut total, mut scored) = (0.0f32, 0);
-        let v = model.cfg.vocab;
         for p in &self.parts {
-            loss::add_nll(&mut total, &mut scored, &p.cache.probs, &p.cache.targets, v);
+            p.target_p.iter().for_each(|&x| loss::add_nll_of(&mut total, x));
+            scored += p.count;
         }
         if let (Some(sum), true) = (self.sum.as_mut(), backward) {
             sum.data.fill(0.0);
-            for p in self.parts.iter().filter(|p| p.cache.count > 0) {
-                let w = p.cache.count as f32 / scored as f32;
+            for p in self.parts.iter().filter(|p| p.count > 0) {
+                let w = p.count as f32 / scored as f32;
                 sum.data.iter_mut().zip(&p.grads.data).for_each(|(s, &g)| *s += w * g);
             }
         }
-        Ok(loss::mean(total, scored))
+        loss::mean(total, scored)
     }
 
     /// The batch's mean loss.
     pub fn forward(&mut self, model: &Model<f32>, tokens: &[u32], targets: &[u32]) -> Result<f32> {
-        self.run(model, tokens, targets, false)
+        self.compute(model, tokens, targets, false, 0..self.count())?;
+        Ok(self.combine(false))
     }
 
     /// The batch's mean loss, with its gradient in `grads()`.
     pub fn forward_backward(&mut self, model: &Model<f32>, tokens: &[u32], targets: &[u32]) -> Result<f32> {
-        self.run(model, tokens, targets, true)
+        self.compute(model, tokens, targets, true, 0..self.count())?;
+        Ok(self.combine(true))
     }
 
     /// The last batch's gradient (after `forward_backward`).

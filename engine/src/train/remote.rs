@@ -1,0 +1,176 @@
+//! Shards of a step computed by another worker: the browser has no threads for `shards` to use, so
+//! the page's training worker gives half of each step's shards to a second worker (a second core).
+//! That worker runs the same shards with the same code on the same weights, so its gradients have
+//! the bits this worker's would have had, and the step is the same with or without it.
+//!
+//! The step: [`Trainer::begin_step`](super::Trainer::begin_step) draws the batch and returns the
+//! [`ShardTask`]; the caller hands it to its [`ShardPool`] (the work starts there at once), computes
+//! its own shards with `compute_own`, awaits the pool and ends the step with `finish_step`. Without
+//! the other worker's result `finish_step` computes those shards itself.
+
+use std::future::Future;
+use std::ops::Range;
+use std::pin::Pin;
+
+use super::shards::{ShardOut, Shards, SHARDS};
+use crate::config::ModelConfig;
+use crate::error::{Error, Result};
+use crate::model::Model;
+use crate::train::{StepReport, Trainer};
+
+/// Steps smaller than this (matrix-product FLOPs, `memory::step_flops`) stay in one worker: the
+/// weights and gradients crossing between workers cost more than half the step saves. Measured in
+/// headless Chromium on 2 cores: d32 L1 T32 B8 (24 MFLOP) 4.7 ms alone, 5.3 ms with a second worker;
+/// d32 L2 T32 B8 (46 MFLOP) 9.0 -> 6.6 ms; d64 L2 T64 B16 (0.73 GFLOP) 88 -> 50 ms.
+pub const MIN_FLOPS: f64 = 30e6;
+
+/// What another worker needs for shards `parts` of a step: the model, the weights and the batch.
+#[derive(Clone, Debug)]
+pub struct ShardTask {
+    pub model: ModelConfig,
+    pub batch: usize,
+    pub params: Vec<f32>,
+    pub tokens: Vec<u32>,
+    pub targets: Vec<u32>,
+    pub parts: Range<usize>,
+}
+
+/// The other worker's answer: its shards, or why there are none.
+pub type ShardFuture = Pin<Box<dyn Future<Output = std::result::Result<Vec<ShardOut>, String>>>>;
+
+/// Somewhere a step's shards can be computed beside this worker.
+pub trait ShardPool {
+    /// Sends `task` off (the work starts now, before the future is polled); None when the pool
+    /// cannot take work at the moment (still starting), so the caller computes the shards itself.
+    fn start(&self, task: ShardTask) -> Option<ShardFuture>;
+}
+
+/// One training step of `t` with the other worker's shards computed by `pool` (when there is one
+/// and it takes the task). A pool that fails gives its reason as the second value; the step is then
+/// finished here, with the same numbers.
+pub async fn step(t: &mut Trainer, pool: Option<&dyn ShardPool>) -> (Result<StepReport>, Option<String>) {
+    let remote = match (pool, t.begin_step()) {
+        (Some(pool), Some(task)) => pool.start(task),
+        _ => None,
+    };
+    if let Err(e) = t.compute_own() {
+        return (Err(e), None);
+    }
+    let Some(remote) = remote else { return (t.finish_step(None), None) };
+    match remote.await {
+        Ok(outs) => (t.finish_step(Some(outs)), None),
+        Err(why) => (t.finish_step(None), Some(why)),
+    }
+}
+
+/// The other worker's side: a model of the task's shape and the step's shards.
+pub struct ShardWorker {
+    model: Model<f32>,
+    batch: usize,
+    shards: Shards,
+}
+
+impl ShardWorker {
+    pub fn new(cfg: ModelConfig, batch: usize) -> Result<ShardWorker> {
+        let model = Model::new(cfg)?;
+        let shards = Shards::new(&model, batch, SHARDS);
+        Ok(ShardWorker { model, batch, shards })
+    }
+
+    /// Whether this worker has the shape `task` needs (else make a new one).
+    pub fn fits(&self, task: &ShardTask) -> bool {
+        self.model.cfg == task.model && self.batch == task.batch
+    }
+
+    /// Computes the task's shards, as the trainer that sent it would have.
+    pub fn run(&mut self, task: &ShardTask) -> Result<Vec<ShardOut>> {
+        if !self.fits(task) || task.params.len() != self.model.params.len() || task.parts.end > self.shards.count() {
+            return Err(Error::Config("a shard task for another model".into()));
+        }
+        self.model.params.copy_from_slice(&task.params);
+        self.shards.compute(&self.model, &task.tokens, &task.targets, true, task.parts.clone())?;
+        Ok(self.shards.outs(task.parts.clone()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{OptimizerConfig, TrainConfig};
+
+    fn config(optimizer: OptimizerConfig) -> TrainConfig {
+        let mut cfg = TrainConfig::browser_default();
+        // 91 MFLOP a step: past MIN_FLOPS.
+        cfg.model = ModelConfig { d_model: 32, heads: 4, layers: 2, d_ff: 128, context: 32, ..cfg.model };
+        cfg.batch = 16;
+        cfg.steps = 6;
+        cfg.optimizer = optimizer;
+        cfg
+    }
+
+    fn bits(x: &[f32]) -> Vec<u32> {
+        x.iter().map(|v| v.to_bits()).collect()
+    }
+
+    #[test]
+    fn shards_from_another_worker_give_the_same_step_to_the_bit() {
+        let cfg = config(OptimizerConfig::adam());
+        let (mut alone, mut split) = (Trainer::new(cfg.clone()).unwrap(), Trainer::new(cfg).unwrap());
+        let mut helper: Option<ShardWorker> = None;
+        for _ in 0..6 {
+            let a = alone.step().unwrap();
+            let task = split.begin_step().expect("four shards: two for the other worker");
+            assert_eq!(task.parts, 2..4);
+            let worker = match helper.take() {
+                Some(w) if w.fits(&task) => w,
+                _ => ShardWorker::new(task.model.clone(), task.batch).unwrap(),
+            };
+            let helper = helper.insert(worker);
+            let outs = helper.run(&task).unwrap();
+            split.compute_own().unwrap();
+            let b = split.finish_step(Some(outs)).unwrap();
+            assert_eq!(
+                (a.step, a.loss.to_bits(), a.grad_norm.to_bits()),
+                (b.step, b.loss.to_bits(), b.grad_norm.to_bits())
+            );
+        }
+        assert_eq!(bits(&alone.model().params), bits(&split.model().params));
+        assert_eq!(alone.evaluate().unwrap().to_bits(), split.evaluate().unwrap().to_bits());
+    }
+
+    #[test]
+    fn a_step_without_the_other_workers_shards_computes_them_itself() {
+        let cfg = config(OptimizerConfig::adam());
+        let (mut alone, mut split) = (Trainer::new(cfg.clone()).unwrap(), Trainer::new(cfg).unwrap());
+        for _ in 0..3 {
+            let a = alone.step().unwrap();
+            split.begin_step().unwrap();
+            split.compute_own().unwrap();
+            assert_eq!(a.loss.to_bits(), split.finish_step(None).unwrap().loss.to_bits());
+        }
+        assert_eq!(bits(&alone.model().params), bits(&split.model().params));
+    }
+
+    #[test]
+    fn bad_remote_shards_are_refused_and_one_shard_or_small_steps_give_no_task() {
+        let mut t = Trainer::new(config(OptimizerConfig::adam())).unwrap();
+        let task = t.begin_step().unwrap();
+        let mut good = ShardWorker::new(task.model.clone(), task.batch).unwrap().run(&task).unwrap();
+        t.compute_own().unwrap();
+        good[0].grads.pop();
+        assert!(t.finish_step(Some(good)).is_err(), "a gradient of the wrong length");
+        assert!(t.finish_step(Some(vec![])).is_err(), "too few shards");
+        assert_eq!(t.step_count(), 0, "a refused step changes nothing");
+        let mut other = ShardWorker::new(ModelConfig { d_model: 16, ..task.model.clone() }, task.batch).unwrap();
+        assert!(other.run(&task).is_err(), "a task for another model");
+        // K-FAC reads the whole batch's cache: one shard, nothing to give away.
+        let mut kfac = Trainer::new(config(OptimizerConfig::named("kfac").unwrap())).unwrap();
+        assert!(kfac.begin_step().is_none());
+        // A step this small costs more to send than to compute.
+        let mut cfg = config(OptimizerConfig::adam());
+        cfg.batch = 4;
+        assert!(crate::memory::step_flops(&cfg) < MIN_FLOPS);
+        let mut small = Trainer::new(cfg).unwrap();
+        assert!(!small.splits() && small.begin_step().is_none());
+    }
+}
