@@ -13,7 +13,8 @@
 //! - `optim`: SGD with momentum, AdamW, Muon, SOAP, clipping, schedules, and K-FAC / CG-FAC
 //!   (`second_order`).
 //! - `train`: one training step at a time, the batch in data-parallel `shards` whose result does not
-//!   depend on the thread count; `checkpoint`: safetensors on disk; `memory`: what a run
+//!   depend on the thread count, half of them in another worker where there are no threads
+//!   (`remote`, the browser's second core); `checkpoint`: safetensors on disk; `memory`: what a run
 //!   needs, refused before allocation when over the budget.
 //! - `session`: an experiment (the whole run as JSON) trained with probes on a step schedule, CPU/GPU
 //!   choice and failover, non-finite pause-and-keep, the panels and the summary: what the page's
