@@ -340,7 +340,7 @@ impl Worker {
         };
         let worker = match self.shard_worker.take() {
             Some(w) if w.fits(&task) => Ok(w),
-            _ => ShardWorker::new(task.model.clone(), task.batch),
+            _ => ShardWorker::for_task(&task),
         };
         let result = worker.and_then(|w| self.shard_worker.insert(w).run(&task));
         match result {

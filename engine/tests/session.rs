@@ -385,7 +385,7 @@ impl ShardPool for InlinePool {
         self.tasks.set(n);
         let mut slot = self.worker.borrow_mut();
         if !slot.as_ref().is_some_and(|w| w.fits(&task)) {
-            *slot = Some(ShardWorker::new(task.model.clone(), task.batch).unwrap());
+            *slot = Some(ShardWorker::for_task(&task).unwrap());
         }
         let result = if n >= self.fail_at {
             Err("it crashed".to_string())

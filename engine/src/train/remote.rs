@@ -63,23 +63,25 @@ pub async fn step(t: &mut Trainer, pool: Option<&dyn ShardPool>) -> (Result<Step
     }
 }
 
-/// The other worker's side: a model of the task's shape and the step's shards.
+/// The other worker's side: a model of the task's shape, with memory for the task's shards only.
 pub struct ShardWorker {
     model: Model<f32>,
     batch: usize,
+    parts: Range<usize>,
     shards: Shards,
 }
 
 impl ShardWorker {
-    pub fn new(cfg: ModelConfig, batch: usize) -> Result<ShardWorker> {
-        let model = Model::new(cfg)?;
-        let shards = Shards::new(&model, batch, SHARDS);
-        Ok(ShardWorker { model, batch, shards })
+    /// A worker for tasks like `task` (the same model, batch and shards).
+    pub fn for_task(task: &ShardTask) -> Result<ShardWorker> {
+        let model = Model::new(task.model.clone())?;
+        let shards = Shards::with_room(&model, task.batch, SHARDS, task.parts.clone());
+        Ok(ShardWorker { model, batch: task.batch, parts: task.parts.clone(), shards })
     }
 
     /// Whether this worker has the shape `task` needs (else make a new one).
     pub fn fits(&self, task: &ShardTask) -> bool {
-        self.model.cfg == task.model && self.batch == task.batch
+        self.model.cfg == task.model && self.batch == task.batch && self.parts == task.parts
     }
 
     /// Computes the task's shards, as the trainer that sent it would have.
@@ -123,7 +125,7 @@ mod tests {
             assert_eq!(task.parts, 2..4);
             let worker = match helper.take() {
                 Some(w) if w.fits(&task) => w,
-                _ => ShardWorker::new(task.model.clone(), task.batch).unwrap(),
+                _ => ShardWorker::for_task(&task).unwrap(),
             };
             let helper = helper.insert(worker);
             let outs = helper.run(&task).unwrap();
@@ -155,14 +157,16 @@ mod tests {
     fn bad_remote_shards_are_refused_and_one_shard_or_small_steps_give_no_task() {
         let mut t = Trainer::new(config(OptimizerConfig::adam())).unwrap();
         let task = t.begin_step().unwrap();
-        let mut good = ShardWorker::new(task.model.clone(), task.batch).unwrap().run(&task).unwrap();
+        let mut good = ShardWorker::for_task(&task).unwrap().run(&task).unwrap();
         t.compute_own().unwrap();
         good[0].grads.pop();
         assert!(t.finish_step(Some(good)).is_err(), "a gradient of the wrong length");
         assert!(t.finish_step(Some(vec![])).is_err(), "too few shards");
         assert_eq!(t.step_count(), 0, "a refused step changes nothing");
-        let mut other = ShardWorker::new(ModelConfig { d_model: 16, ..task.model.clone() }, task.batch).unwrap();
-        assert!(other.run(&task).is_err(), "a task for another model");
+        let other = ShardTask { model: ModelConfig { d_model: 16, ..task.model.clone() }, ..task.clone() };
+        assert!(ShardWorker::for_task(&other).unwrap().run(&task).is_err(), "a task for another model");
+        let half = ShardTask { parts: 3..4, ..task.clone() };
+        assert!(ShardWorker::for_task(&half).unwrap().run(&task).is_err(), "a task for other shards");
         // K-FAC reads the whole batch's cache: one shard, nothing to give away.
         let mut kfac = Trainer::new(config(OptimizerConfig::named("kfac").unwrap())).unwrap();
         assert!(kfac.begin_step().is_none());

@@ -67,12 +67,19 @@ pub struct Shards {
 impl Shards {
     /// `count` shards of a batch of `batch` sequences (at most one per sequence).
     pub fn new(model: &Model<f32>, batch: usize, count: usize) -> Shards {
+        Self::with_room(model, batch, count, 0..usize::MAX)
+    }
+
+    /// As `new`, with memory only for the shards `which` (another worker's share, `remote`): the
+    /// others can be neither computed nor read.
+    pub fn with_room(model: &Model<f32>, batch: usize, count: usize, which: Range<usize>) -> Shards {
         let count = count.clamp(1, batch.max(1));
         let parts = (0..count)
             .map(|s| {
                 let seqs = s * batch / count..(s + 1) * batch / count;
-                let cache = Cache::new(&model.cfg, seqs.len());
-                let grads = Grads::new(model, seqs.len());
+                let room = if which.contains(&s) { seqs.len() } else { 0 };
+                let cache = Cache::new(&model.cfg, room);
+                let grads = Grads::new(model, room);
                 Part { seqs, cache, grads, target_p: Vec::new(), count: 0, error: None }
             })
             .collect();
