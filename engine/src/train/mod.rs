@@ -76,11 +76,11 @@ impl Trainer {
         self.finish_step(None)
     }
 
-    /// Starts a step whose last shards another worker may compute (`remote`): draws the batch and
-    /// returns that worker's task, or None when the step stays here (see `splits`).
-    pub fn begin_step(&mut self) -> Option<remote::ShardTask> {
+    /// Starts a step whose last shards another worker may compute (`remote`, when `share`): draws
+    /// the batch and returns that worker's task, or None when the step stays here (see `splits`).
+    pub fn begin_step(&mut self, share: bool) -> Option<remote::ShardTask> {
         let count = self.shards.count();
-        self.begin(if self.splits() { count - count / 2 } else { count });
+        self.begin(if share && self.splits() { count - count / 2 } else { count });
         (self.own < count).then(|| remote::ShardTask {
             model: self.cfg.model.clone(),
             batch: self.cfg.batch,

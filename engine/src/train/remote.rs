@@ -49,9 +49,13 @@ pub trait ShardPool {
 /// and it takes the task). A pool that fails gives its reason as the second value; the step is then
 /// finished here, with the same numbers.
 pub async fn step(t: &mut Trainer, pool: Option<&dyn ShardPool>) -> (Result<StepReport>, Option<String>) {
-    let remote = match (pool, t.begin_step()) {
-        (Some(pool), Some(task)) => pool.start(task),
-        _ => None,
+    // Without a pool no task is made: the weights are copied only for another worker.
+    let remote = match pool {
+        Some(pool) => t.begin_step(true).and_then(|task| pool.start(task)),
+        None => {
+            t.begin_step(false);
+            None
+        }
     };
     if let Err(e) = t.compute_own() {
         return (Err(e), None);
@@ -121,7 +125,7 @@ mod tests {
         let mut helper: Option<ShardWorker> = None;
         for _ in 0..6 {
             let a = alone.step().unwrap();
-            let task = split.begin_step().expect("four shards: two for the other worker");
+            let task = split.begin_step(true).expect("four shards: two for the other worker");
             assert_eq!(task.parts, 2..4);
             let worker = match helper.take() {
                 Some(w) if w.fits(&task) => w,
@@ -146,7 +150,7 @@ mod tests {
         let (mut alone, mut split) = (Trainer::new(cfg.clone()).unwrap(), Trainer::new(cfg).unwrap());
         for _ in 0..3 {
             let a = alone.step().unwrap();
-            split.begin_step().unwrap();
+            split.begin_step(true).unwrap();
             split.compute_own().unwrap();
             assert_eq!(a.loss.to_bits(), split.finish_step(None).unwrap().loss.to_bits());
         }
@@ -156,7 +160,7 @@ mod tests {
     #[test]
     fn bad_remote_shards_are_refused_and_one_shard_or_small_steps_give_no_task() {
         let mut t = Trainer::new(config(OptimizerConfig::adam())).unwrap();
-        let task = t.begin_step().unwrap();
+        let task = t.begin_step(true).unwrap();
         let mut good = ShardWorker::for_task(&task).unwrap().run(&task).unwrap();
         t.compute_own().unwrap();
         good[0].grads.pop();
@@ -169,12 +173,12 @@ mod tests {
         assert!(ShardWorker::for_task(&half).unwrap().run(&task).is_err(), "a task for other shards");
         // K-FAC reads the whole batch's cache: one shard, nothing to give away.
         let mut kfac = Trainer::new(config(OptimizerConfig::named("kfac").unwrap())).unwrap();
-        assert!(kfac.begin_step().is_none());
+        assert!(kfac.begin_step(true).is_none());
         // A step this small costs more to send than to compute.
         let mut cfg = config(OptimizerConfig::adam());
         cfg.batch = 4;
         assert!(crate::memory::step_flops(&cfg) < MIN_FLOPS);
         let mut small = Trainer::new(cfg).unwrap();
-        assert!(!small.splits() && small.begin_step().is_none());
+        assert!(!small.splits() && small.begin_step(true).is_none());
     }
 }
