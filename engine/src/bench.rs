@@ -92,24 +92,34 @@ pub fn step_time(s: &Size, opt: &OptimizerConfig, iters: usize, threads: usize) 
     })
 }
 
-/// Step times of every optimizer at every size on one thread, then the first-order ones on
-/// `threads`, each with the ratio to Adam on one thread at that size.
-pub fn step_table(iters: usize, threads: usize) -> Result<Vec<StepRow>> {
+/// Step times of `optimizers` at `sizes` on one thread, then of the first-order ones among Adam
+/// and Muon on `threads`, each with the ratio to Adam on one thread at that size (NaN without it).
+pub fn step_table(iters: usize, threads: usize, sizes: &[Size], optimizers: &[&str]) -> Result<Vec<StepRow>> {
     let mut rows = Vec::new();
-    for s in &SIZES {
+    for s in sizes {
         let first = rows.len();
-        for name in OptimizerConfig::NAMES.iter().filter(|&&n| n != "sgd").chain(&["sgd"]) {
+        for name in optimizers {
             rows.push(step_time(s, &OptimizerConfig::named(name)?, iters, 1)?);
         }
         if threads > 1 {
-            for name in ["adam", "muon"] {
+            for name in optimizers.iter().filter(|n| ["adam", "muon"].contains(n)) {
                 rows.push(step_time(s, &OptimizerConfig::named(name)?, iters, threads)?);
             }
         }
-        let adam = rows[first].ms_per_step;
+        let adam = rows[first..].iter().find(|r| r.optimizer == "adam").map_or(f64::NAN, |r| r.ms_per_step);
         rows[first..].iter_mut().for_each(|r| r.vs_adam = r.ms_per_step / adam);
     }
     Ok(rows)
+}
+
+/// The size called `name`.
+pub fn size(name: &str) -> Result<Size> {
+    let names: Vec<_> = SIZES.iter().map(|s| s.name).collect();
+    SIZES
+        .iter()
+        .find(|s| s.name == name)
+        .copied()
+        .ok_or_else(|| crate::error::Error::Config(format!("no bench size `{name}` (sizes: {})", names.join(", "))))
 }
 
 /// GFLOP/s of `C = A B` for row-major f32 matrices, best of a few runs.

@@ -3,16 +3,21 @@
 //! `u = (x - mean(x)) * rstd` with `rstd = 1 / sqrt(var(x) + eps)` (population variance), so `|u|`
 //! is sqrt(C) up to `eps`; `u` is cached both for the backward pass and as "the token on the sphere".
 
+use multiversion::multiversion;
+
+use crate::nn::reduce;
 use crate::scalar::Scalar;
 
 pub const EPS: f64 = 1e-5;
 
-/// inp (N, C) -> out (N, C); caches `u` (N, C) and `rstd` (N).
+/// inp (N, C) -> out (N, C); caches `u` (N, C) and `rstd` (N). Multiversioned as
+/// `activation::forward`: the sums keep their order, so every SIMD width gives the same bits.
+#[multiversion(targets = "simd")]
 pub fn forward<S: Scalar>(out: &mut [S], u: &mut [S], rstd: &mut [S], inp: &[S], weight: &[S], bias: &[S], c: usize) {
     let cs = S::of(c as f64);
     for (n, x) in inp.chunks_exact(c).enumerate() {
-        let mean = x.iter().copied().sum::<S>() / cs;
-        let var = x.iter().map(|&v| (v - mean) * (v - mean)).sum::<S>() / cs;
+        let mean = reduce::sum(x) / cs;
+        let var = reduce::sum_zip([x], |[v]| (v - mean) * (v - mean)) / cs;
         let r = S::one() / (var + S::of(EPS)).sqrt();
         rstd[n] = r;
         let row = n * c..(n + 1) * c;
@@ -27,6 +32,7 @@ pub fn forward<S: Scalar>(out: &mut [S], u: &mut [S], rstd: &mut [S], inp: &[S],
 
 /// Accumulates into `dinp`, `dweight`, `dbias` from `dout` (N, C) and the cached `u`, `rstd`.
 #[allow(clippy::too_many_arguments)]
+#[multiversion(targets = "simd")]
 pub fn backward<S: Scalar>(
     dinp: &mut [S],
     dweight: &mut [S],
@@ -40,17 +46,12 @@ pub fn backward<S: Scalar>(
     let cs = S::of(c as f64);
     for (n, (dy, uu)) in dout.chunks_exact(c).zip(u.chunks_exact(c)).enumerate() {
         // d(loss)/d(u) = dy * weight; the mean and the projection onto u are what LN removes.
-        let mut mean_du = S::zero();
-        let mut mean_du_u = S::zero();
+        let mean_du = reduce::dot(dy, weight) / cs;
+        let mean_du_u = reduce::sum_zip([dy, weight, uu], |[d, w, u]| d * w * u) / cs;
         for j in 0..c {
-            let du = dy[j] * weight[j];
-            mean_du += du;
-            mean_du_u += du * uu[j];
             dweight[j] += dy[j] * uu[j];
             dbias[j] += dy[j];
         }
-        mean_du /= cs;
-        mean_du_u /= cs;
         let dx = &mut dinp[n * c..(n + 1) * c];
         for j in 0..c {
             dx[j] += rstd[n] * (dy[j] * weight[j] - mean_du - uu[j] * mean_du_u);

@@ -1,5 +1,8 @@
 //! Softmax cross-entropy over the vocabulary, mean over the targets that count.
 
+use multiversion::multiversion;
+
+use crate::nn::reduce;
 use crate::scalar::Scalar;
 
 /// Target value that takes no part in the loss (prompts of algorithmic tasks, padding).
@@ -63,14 +66,14 @@ pub fn backward<S: Scalar>(dlogits: &mut [S], probs: &[S], targets: &[u32], coun
     }
 }
 
-/// Numerically stable softmax of one row.
+/// Numerically stable softmax of one row (multiversioned as `activation::forward`; the max and
+/// the sum in `reduce`'s order: the same bits with every SIMD width).
+#[multiversion(targets = "simd")]
 pub fn softmax_in_place<S: Scalar>(row: &mut [S]) {
-    // A select, not `S::max` (a libm call on wasm32); NaN reaches the sum through the exp.
-    let max = row.iter().fold(S::neg_infinity(), |m, &x| if x > m { x } else { m });
-    // The exponentials in their own pass so it vectorises; the sum keeps the row's order.
+    // NaN is passed over by the max and reaches the sum through the exp.
+    let max = reduce::max(row);
     row.iter_mut().for_each(|x| *x = (*x - max).exp_fast());
-    let sum = row.iter().fold(S::zero(), |s, &x| s + x);
-    for x in row.iter_mut() {
-        *x /= sum;
-    }
+    // One division a row: a vector division per lane's width cost a fifth of the softmax.
+    let inv = S::one() / reduce::sum(row);
+    row.iter_mut().for_each(|x| *x *= inv);
 }

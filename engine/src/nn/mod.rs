@@ -1,5 +1,6 @@
 //! The layers as forward/backward pairs on flat row-major slices (llm.c style, shapes in each
-//! function's comment), and the GEMM they share. The model is written from these.
+//! function's comment), the GEMM they share and the sums they vectorise (`reduce`). The model is
+//! written from these.
 
 pub mod activation;
 pub mod attention;
@@ -9,3 +10,4 @@ pub mod layer_norm;
 pub mod linear;
 pub mod loss;
 pub mod matmul;
+pub mod reduce;

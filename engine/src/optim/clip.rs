@@ -1,8 +1,11 @@
 //! Global gradient-norm clipping.
 
-/// The global L2 norm of `grads`, accumulated in f64 so large models do not lose precision.
+use crate::nn::reduce;
+
+/// The global L2 norm of `grads`, accumulated in f64 so large models do not lose precision (in
+/// `reduce`'s order, which vectorises).
 pub fn global_norm(grads: &[f32]) -> f32 {
-    grads.iter().map(|&g| (g as f64) * (g as f64)).sum::<f64>().sqrt() as f32
+    reduce::sum_zip([grads], |[g]| g as f64 * g as f64).sqrt() as f32
 }
 
 /// Scales `grads` so their norm is at most `max_norm` (0 = off); returns the norm before clipping.

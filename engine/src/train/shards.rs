@@ -35,6 +35,25 @@ pub fn default_threads() -> usize {
     }
 }
 
+/// Runs `f(start, run)` on `threads` contiguous runs of `items` at once, as tasks on rayon's pool
+/// (its threads live on between steps: spawning them every step cost more than a tiny step's shards
+/// gained); with one thread, and on wasm32, on the whole slice here.
+#[cfg_attr(target_arch = "wasm32", allow(unused_variables))]
+fn in_runs<T: Send>(threads: usize, items: &mut [T], f: impl Fn(usize, &mut [T]) + Sync) {
+    #[cfg(not(target_arch = "wasm32"))]
+    if threads > 1 && items.len() > 1 {
+        let per = items.len().div_ceil(threads);
+        let f = &f;
+        rayon::scope(|s| {
+            for (i, run) in items.chunks_mut(per).enumerate() {
+                s.spawn(move |_| f(i * per, run));
+            }
+        });
+        return;
+    }
+    f(0, items)
+}
+
 struct Part {
     /// Sequences of the batch this shard holds.
     seqs: Range<usize>,
@@ -102,19 +121,7 @@ impl Shards {
 
     /// Runs `f` on the shards `which`, dealt to the threads in contiguous runs.
     fn each(&mut self, which: Range<usize>, f: impl Fn(&mut Part) + Sync) {
-        let parts = &mut self.parts[which];
-        let threads = self.threads.min(parts.len());
-        if threads <= 1 {
-            parts.iter_mut().for_each(f);
-            return;
-        }
-        let per = parts.len().div_ceil(threads);
-        let f = &f;
-        std::thread::scope(|s| {
-            for run in parts.chunks_mut(per) {
-                s.spawn(move || run.iter_mut().for_each(f));
-            }
-        });
+        in_runs(self.threads, &mut self.parts[which], |_, run| run.iter_mut().for_each(&f));
     }
 
     /// Runs the forward pass (and, with `backward`, the backward pass) of the shards `which` on
@@ -182,11 +189,20 @@ impl Shards {
             scored += p.count;
         }
         if let (Some(sum), true) = (self.sum.as_mut(), backward) {
-            sum.data.fill(0.0);
-            for p in self.parts.iter().filter(|p| p.count > 0) {
-                let w = p.count as f32 / scored as f32;
-                sum.data.iter_mut().zip(&p.grads.data).for_each(|(s, &g)| *s += w * g);
-            }
+            let parts: Vec<(f32, &[f32])> = (self.parts.iter().filter(|p| p.count > 0))
+                .map(|p| (p.count as f32 / scored as f32, &p.grads.data[..]))
+                .collect();
+            // Element by element, so the threads' ranges do not change a bit; in blocks that stay
+            // in the cache while every shard is added (one pass over each gradient).
+            in_runs(self.threads, &mut sum.data, |at, out| {
+                for (b, block) in out.chunks_mut(1024).enumerate() {
+                    block.fill(0.0);
+                    for &(w, g) in &parts {
+                        let g = &g[at + b * 1024..][..block.len()];
+                        block.iter_mut().zip(g).for_each(|(s, &g)| *s += w * g);
+                    }
+                }
+            });
         }
         loss::mean(total, scored)
     }

@@ -3,7 +3,7 @@
 
 use std::time::Instant;
 
-use engine::bench::{matmul_gflops, probe_overhead, step_table, Size, MATMUL_SHAPES, SIZES};
+use engine::bench::{matmul_gflops, probe_overhead, size, step_table, Size, MATMUL_SHAPES, SIZES};
 use engine::config::{DataSpec, ModelConfig, OptimizerConfig, TrainConfig};
 use engine::gpu::trainer::{GpuTrainer, READ_EVERY};
 use engine::gpu::{bench as gpu_bench, block_on, GpuContext};
@@ -13,17 +13,38 @@ use serde_json::json;
 
 use engine::session::BackendChoice as Backend;
 
-pub fn run(as_json: bool, iters: usize, backend: Backend) -> Result<(), Error> {
+/// What `lab bench` runs: the whole table, or the step rows of some sizes and optimizers.
+pub struct Only {
+    pub sizes: Vec<String>,
+    pub optimizers: Vec<String>,
+}
+
+pub fn run(as_json: bool, iters: usize, backend: Backend, only: Only) -> Result<(), Error> {
     match backend {
-        Backend::Cpu => cpu(as_json, iters),
+        Backend::Cpu => cpu(as_json, iters, only),
         Backend::Gpu | Backend::Auto => gpu(as_json, iters),
     }
 }
 
-fn cpu(as_json: bool, iters: usize) -> Result<(), Error> {
-    let steps = step_table(iters, default_threads())?;
-    let matmuls: Vec<_> = MATMUL_SHAPES.iter().map(|&(m, k, n)| matmul_gflops(m, k, n)).collect();
-    let probes = probe_overhead(&SIZES[1], iters.max(20))?;
+fn cpu(as_json: bool, iters: usize, only: Only) -> Result<(), Error> {
+    let whole = only.sizes.is_empty() && only.optimizers.is_empty();
+    let sizes = match only.sizes.is_empty() {
+        true => SIZES.to_vec(),
+        false => only.sizes.iter().map(|n| size(n)).collect::<Result<_, _>>()?,
+    };
+    // SGD last: Adam's row comes first, the one the others are compared with.
+    let all = OptimizerConfig::NAMES.iter().filter(|&&n| n != "sgd").chain(&["sgd"]);
+    let optimizers: Vec<&str> = match only.optimizers.is_empty() {
+        true => all.copied().collect(),
+        false => only.optimizers.iter().map(String::as_str).collect(),
+    };
+    let steps = step_table(iters, default_threads(), &sizes, &optimizers)?;
+    // The matmul and probe rows come with the whole table only.
+    let matmuls: Vec<_> = match whole {
+        true => MATMUL_SHAPES.iter().map(|&(m, k, n)| matmul_gflops(m, k, n)).collect(),
+        false => vec![],
+    };
+    let probes = whole.then(|| probe_overhead(&SIZES[1], iters.max(20))).transpose()?;
     if as_json {
         println!("{}", json!({"steps": steps, "matmul": matmuls, "probe_overhead": probes}));
         return Ok(());
@@ -38,6 +59,7 @@ fn cpu(as_json: bool, iters: usize) -> Result<(), Error> {
             r.size, r.optimizer, r.threads, r.params, r.ms_per_step, r.tokens_per_s, r.vs_adam
         );
     }
+    let Some(probes) = probes else { return Ok(()) };
     println!("\n{:>6} {:>6} {:>6} {:>9}", "m", "k", "n", "GFLOP/s");
     for r in &matmuls {
         println!("{:>6} {:>6} {:>6} {:>9.1}", r.m, r.k, r.n, r.gflops);

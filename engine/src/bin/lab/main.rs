@@ -73,6 +73,12 @@ enum Command {
         /// cpu: step times per optimizer, matmul and probe cost; gpu: the WGSL backend against the CPU.
         #[arg(long, value_enum, default_value = "cpu")]
         backend: BackendChoice,
+        /// CPU: only these sizes' step rows (tiny, small, medium), without the matmul and probe rows.
+        #[arg(long, value_delimiter = ',')]
+        sizes: Vec<String>,
+        /// CPU: only these optimizers' step rows, without the matmul and probe rows.
+        #[arg(long, value_delimiter = ',')]
+        optimizers: Vec<String>,
     },
 }
 
@@ -300,7 +306,9 @@ fn main() -> ExitCode {
         Command::Train(a) => train(a),
         Command::Gradcheck { json } => gradcheck(json),
         Command::Eval { checkpoint, data, grads, json } => eval(checkpoint, data, grads, json),
-        Command::Bench { json, iters, backend } => bench::run(json, iters, backend),
+        Command::Bench { json, iters, backend, sizes, optimizers } => {
+            bench::run(json, iters, backend, bench::Only { sizes, optimizers })
+        }
         Command::Race(a) => race::run(a),
         Command::Brownian(a) => science::run_brownian(a),
         Command::Particles(a) => science::run_particles(a),
