@@ -8,14 +8,18 @@
 // whose vocabulary is smaller: its FLOPs are counted by the engine). The page is not cross-origin
 // isolated, so TF.js picks its single-threaded SIMD build; ours runs in one worker, and in two (a
 // second worker computes half of each step's shards, as the page does on a machine with two cores).
+// Beside them, the same `spherewalk.bench` spec natively (`lab bench --spec`, every core): how far
+// the browser's step is from the native one. The size `page` is the page's default experiment.
 //
 // Usage (the page built and served, as for the browser tests):
 //   npm install --prefix bench          # TF.js, once (not part of CI)
 //   cargo xtask serve &                 # or any static server of dist/
-//   SPHEREWALK_URL=http://127.0.0.1:8080/ node bench/tfjs_reference.mjs [--steps 20] [--sizes tiny,small]
-// Prints a table: ms per step for TF.js and for the page (one and two workers), and the ratios.
+//   cargo build --release -p engine --bin lab   # the native column (LAB=path to use another)
+//   SPHEREWALK_URL=http://127.0.0.1:8080/ node bench/tfjs_reference.mjs [--steps 20] [--sizes page,tiny,small]
+// Prints a table: ms per step for TF.js, the page (one and two workers) and native, and the ratios.
 
 import { createRequire } from 'node:module';
+import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -27,7 +31,9 @@ const TFJS = join(HERE, 'node_modules', '@tensorflow');
 
 const PAGE_URL = process.env.SPHEREWALK_URL ?? 'http://127.0.0.1:8080/';
 const EXECUTABLE = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const LAB = process.env.LAB ?? join(HERE, '..', 'target', 'release', 'lab');
 const SIZES = {
+  page: { d: 32, layers: 2, heads: 4, t: 32, b: 8 },
   tiny: { d: 32, layers: 1, heads: 2, t: 32, b: 8 },
   small: { d: 64, layers: 2, heads: 4, t: 64, b: 16 },
   medium: { d: 128, layers: 4, heads: 4, t: 128, b: 16 },
@@ -38,7 +44,7 @@ const arg = (name, fallback) => {
   return i >= 0 ? process.argv[i + 1] : fallback;
 };
 const STEPS = Number(arg('steps', 20));
-const NAMES = arg('sizes', 'tiny,small').split(',');
+const NAMES = arg('sizes', 'page,tiny,small').split(',');
 
 /** One TF.js training step timed `steps` times after 3 untimed ones (runs in the page). */
 async function tfjsBench({ d, layers, heads, t, b, steps }) {
@@ -128,20 +134,24 @@ try {
   await page.goto(`${PAGE_URL}tfjs/bench.html`);
   console.log(`Chromium ${browser.version()}, ${STEPS} timed steps per size (median), Adam, CPU`);
   console.log(`${'size'.padEnd(8)}${'TF.js wasm ms'.padStart(15)}${'ours 1 worker'.padStart(15)}${'ours 2 workers'.padStart(16)}`
-    + `${'ours GFLOP/s'.padStart(14)}${'TF.js / ours 1w'.padStart(17)}${'TF.js / ours best'.padStart(19)}`);
+    + `${'ours GFLOP/s'.padStart(14)}${'TF.js / ours 1w'.padStart(17)}${'TF.js / ours best'.padStart(19)}`
+    + `${'native ms'.padStart(11)}${'ours best / native'.padStart(20)}`);
   for (const name of NAMES) {
     const s = SIZES[name];
-    if (!s) throw new Error(`unknown size ${name} (tiny, small, medium)`);
+    if (!s) throw new Error(`unknown size ${name} (page, tiny, small, medium)`);
     // Alternating, so a busy moment of the machine falls on both.
     const theirs = await page.evaluate(tfjsBench, { ...s, steps: STEPS });
     if (theirs.backend !== 'wasm' || !theirs.simd) throw new Error(`TF.js ran on ${JSON.stringify(theirs)}`);
     const spec = { d_model: s.d, layers: s.layers, heads: s.heads, context: s.t, batch: s.b, steps: STEPS };
     const one = await ours.evaluate((x) => window.spherewalk.bench(x), { ...spec, workers: 1 });
     const best = await ours.evaluate((x) => window.spherewalk.bench(x), { ...spec, workers: 0 });
+    const native = JSON.parse(execFileSync(LAB, ['bench', '--json', '--spec', JSON.stringify(spec)], { encoding: 'utf8' }));
+    const oursBest = Math.min(one.ms_per_step, best.ms_per_step);
     console.log(`${name.padEnd(8)}${theirs.ms_per_step.toFixed(1).padStart(15)}${one.ms_per_step.toFixed(1).padStart(15)}`
       + `${(best.workers === 2 ? best.ms_per_step.toFixed(1) : '-').padStart(16)}${best.gflops.toFixed(1).padStart(14)}`
       + `${(theirs.ms_per_step / one.ms_per_step).toFixed(2).padStart(17)}`
-      + `${(theirs.ms_per_step / Math.min(one.ms_per_step, best.ms_per_step)).toFixed(2).padStart(19)}`
+      + `${(theirs.ms_per_step / oursBest).toFixed(2).padStart(19)}`
+      + `${native.ms_per_step.toFixed(2).padStart(11)}${(oursBest / native.ms_per_step).toFixed(2).padStart(20)}`
       + (theirs.threads ? '  (TF.js multithreaded)' : ''));
   }
 } finally {

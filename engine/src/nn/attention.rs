@@ -13,7 +13,7 @@ use multiversion::multiversion;
 
 use crate::nn::loss::softmax_in_place;
 use crate::nn::matmul::{gemm, MatMut, MatRef};
-use crate::nn::reduce::{self, LANES};
+use crate::nn::reduce;
 use crate::scalar::Scalar;
 
 #[derive(Clone, Copy, Debug)]
@@ -59,11 +59,6 @@ impl Shape {
             self.t
         }
     }
-    /// Row `i`'s visible columns and where the `reduce` lane they end in ends (within the row).
-    fn lanes(&self, i: usize) -> (usize, usize) {
-        let visible = self.visible(i);
-        (visible, visible.next_multiple_of(LANES).min(self.t))
-    }
 }
 
 /// Rows per block of the causal triangle: at T = 128 the products cover 62% of the square, at
@@ -81,12 +76,9 @@ pub fn forward<S: Scalar>(att: &mut [S], out: &mut [S], q: &[S], k: &[S], v: &[S
                 gemm(scale, qb, kb.t(), S::zero(), MatMut::new(p, t, t).block(rows, cols));
             }
             for (i, row) in p.chunks_exact_mut(t).enumerate() {
-                // Over whole lanes (no scalar tail): the masked entries up to the lane's end are
-                // -inf, whose exp is an exact 0, so the max and sum keep their bits.
-                let (visible, end) = s.lanes(i);
-                row[visible..end].fill(S::neg_infinity());
-                softmax_in_place(&mut row[..end]);
-                row[end..].fill(S::zero());
+                let visible = s.visible(i);
+                softmax_in_place(&mut row[..visible]);
+                row[visible..].fill(S::zero());
             }
             for (rows, cols) in s.blocks() {
                 let pb = MatRef::new(p, t, t).block(rows.clone(), cols.clone());
@@ -124,11 +116,9 @@ pub fn backward<S: Scalar>(
             // Softmax backward: dS = P * (dP - sum_j P dP), row by row; masked entries are 0 (those
             // in a diagonal block were computed, the others hold an earlier head's values).
             for (i, (row, pr)) in scratch.chunks_exact_mut(t).zip(p.chunks_exact(t)).enumerate() {
-                // Over whole lanes too: there P is 0 and dP is set to 0, so the sum keeps its bits.
-                let (visible, end) = s.lanes(i);
-                row[visible..end].fill(S::zero());
-                softmax_backward(&mut row[..end], &pr[..end]);
-                row[visible..].fill(S::zero());
+                let (dp, masked) = row.split_at_mut(s.visible(i));
+                softmax_backward(dp, pr);
+                masked.fill(S::zero());
             }
             let ds = MatRef::new(&*scratch, t, t);
             for (rows, cols) in s.blocks() {

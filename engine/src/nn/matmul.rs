@@ -1,8 +1,8 @@
 //! Safe strided matrix views over flat slices and the one GEMM every layer uses.
 //!
 //! Views carry row and column strides, so transposes and per-head slices of a (B, T, C) buffer are
-//! free: no copies, one call into the `gemm` crate (AVX-512 or AVX2 chosen at run time natively,
-//! SIMD128 in the browser).
+//! free: no copies, one call into a GEMM crate (`Scalar::gemm_raw`: the `gemm` crate natively,
+//! matrixmultiply in the browser).
 
 use std::ops::Range;
 
@@ -112,31 +112,23 @@ pub fn gemm<S: Scalar>(alpha: S, a: MatRef<S>, b: MatRef<S>, beta: S, c: MatMut<
         return;
     }
     // SAFETY: every view was bounds-checked (without overflow) at construction, its strides fit
-    // isize, `c`'s elements are distinct and `c` is uniquely borrowed; S is f32 or f64, which the
-    // crate implements. One thread: the shards are the parallelism, and a product's bits must not
-    // depend on how many threads there are.
+    // isize, `c`'s elements are distinct and `c` is uniquely borrowed.
     unsafe {
-        // The crate's convention: dst = alpha dst + beta lhs rhs, columns before rows.
-        ::gemm::gemm(
+        S::gemm_raw(
             a.rows,
-            b.cols,
             a.cols,
-            c.data.as_mut_ptr().add(c.offset),
-            c.cs as isize,
-            c.rs as isize,
-            beta != S::zero(),
-            a.data.as_ptr().add(a.offset),
-            a.cs as isize,
-            a.rs as isize,
-            b.data.as_ptr().add(b.offset),
-            b.cs as isize,
-            b.rs as isize,
-            beta,
+            b.cols,
             alpha,
-            false,
-            false,
-            false,
-            ::gemm::Parallelism::None,
+            a.data.as_ptr().add(a.offset),
+            a.rs as isize,
+            a.cs as isize,
+            b.data.as_ptr().add(b.offset),
+            b.rs as isize,
+            b.cs as isize,
+            beta,
+            c.data.as_mut_ptr().add(c.offset),
+            c.rs as isize,
+            c.cs as isize,
         );
     }
 }

@@ -7,6 +7,7 @@ use engine::bench::{matmul_gflops, probe_overhead, size, step_table, Size, MATMU
 use engine::config::{DataSpec, ModelConfig, OptimizerConfig, TrainConfig};
 use engine::gpu::trainer::{GpuTrainer, READ_EVERY};
 use engine::gpu::{bench as gpu_bench, block_on, GpuContext};
+use engine::session::bench::BenchSpec;
 use engine::train::shards::default_threads;
 use engine::{Error, Trainer};
 use serde_json::json;
@@ -71,6 +72,29 @@ fn cpu(as_json: bool, iters: usize, only: Only) -> Result<(), Error> {
     Ok(())
 }
 
+/// `lab bench --spec`: the page's `spherewalk.bench` (the same code, model, data and steps) timed
+/// natively, so the browser's step can be compared with the native one.
+pub fn page_spec(as_json: bool, backend: Backend, spec: &str) -> Result<(), Error> {
+    if backend != Backend::Cpu {
+        return Err(Error::Config("--spec times the CPU path, as spherewalk.bench does".into()));
+    }
+    let spec: BenchSpec = serde_json::from_str(spec).map_err(|e| Error::Config(format!("--spec: {e}")))?;
+    let clock = Instant::now();
+    let r = block_on(spec.run(&|| clock.elapsed().as_secs_f64() * 1e3, None))?;
+    match as_json {
+        true => println!("{}", json!(r)),
+        false => println!(
+            "{:.2} ms per step ({:.1} GFLOP/s), 256^3 GEMM {:.1} GFLOP/s, {} params, {} threads",
+            r.ms_per_step,
+            r.gflops,
+            r.gemm_gflops,
+            r.params,
+            default_threads()
+        ),
+    }
+    Ok(())
+}
+
 fn gpu_error(e: impl std::fmt::Display) -> Error {
     Error::Config(format!("GPU backend: {e}"))
 }
@@ -93,7 +117,9 @@ fn gpu(as_json: bool, iters: usize) -> Result<(), Error> {
     let ctx = block_on(GpuContext::new()).map_err(gpu_error)?;
     let adapter = ctx.adapter_name();
     let mut matmul = Vec::new();
-    for n in [256, 512, 1024, 2048] {
+    // 4096^3 on hardware only: a software adapter takes minutes over it.
+    let sides: &[usize] = if ctx.is_software() { &[256, 512, 1024, 2048] } else { &[256, 512, 1024, 2048, 4096] };
+    for &n in sides {
         matmul.push(json!({"n": n, "gflops": block_on(gpu_bench::matmul_gflops(&ctx, n)).map_err(gpu_error)?}));
     }
     // On a software adapter (a correctness check, not a speed figure) the two small sizes only: a

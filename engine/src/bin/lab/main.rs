@@ -79,6 +79,10 @@ enum Command {
         /// CPU: only these optimizers' step rows, without the matmul and probe rows.
         #[arg(long, value_delimiter = ',')]
         optimizers: Vec<String>,
+        /// CPU: time what `spherewalk.bench(SPEC)` times in the page (JSON, every field optional:
+        /// d_model, layers, heads, context, batch, steps, optimizer), natively on every core.
+        #[arg(long, value_name = "SPEC", conflicts_with_all = ["sizes", "optimizers", "iters"])]
+        spec: Option<String>,
     },
 }
 
@@ -306,7 +310,8 @@ fn main() -> ExitCode {
         Command::Train(a) => train(a),
         Command::Gradcheck { json } => gradcheck(json),
         Command::Eval { checkpoint, data, grads, json } => eval(checkpoint, data, grads, json),
-        Command::Bench { json, iters, backend, sizes, optimizers } => {
+        Command::Bench { json, backend, spec: Some(spec), .. } => bench::page_spec(json, backend, &spec),
+        Command::Bench { json, iters, backend, sizes, optimizers, spec: None } => {
             bench::run(json, iters, backend, bench::Only { sizes, optimizers })
         }
         Command::Race(a) => race::run(a),
