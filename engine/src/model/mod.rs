@@ -44,7 +44,12 @@ pub fn check_batch(n: usize, v: usize, tokens: &[u32], targets: &[u32]) -> Resul
 }
 
 /// Mutable views of two tensors stored back to back (a weight and its bias, wte and wpe).
-fn pair_mut<'a, S>(layout: &Layout, buf: &'a mut [S], first: usize, second: usize) -> (&'a mut [S], &'a mut [S]) {
+pub(crate) fn pair_mut<'a, S>(
+    layout: &Layout,
+    buf: &'a mut [S],
+    first: usize,
+    second: usize,
+) -> (&'a mut [S], &'a mut [S]) {
     let (a, b) = (&layout.tensors[first], &layout.tensors[second]);
     assert_eq!(a.offset + a.len, b.offset, "tensors are not adjacent");
     buf[a.offset..b.offset + b.len].split_at_mut(a.len)

@@ -1,7 +1,9 @@
 //! Conjugate gradient for a symmetric positive-definite operator given only as a product.
 
+use multiversion::multiversion;
 use serde::Serialize;
 
+use crate::nn::reduce;
 use crate::scalar::Scalar;
 
 #[derive(Clone, Copy, Debug, Default, Serialize)]
@@ -26,12 +28,10 @@ impl<S: Scalar> CgWork<S> {
     }
 }
 
-fn dot<S: Scalar>(a: &[S], b: &[S]) -> S {
-    a.iter().zip(b).map(|(&x, &y)| x * y).sum()
-}
-
 /// Solves `A x = b` starting from the `x` given (zero it for a cold start). Stops after
-/// `max_iters` or when `|r|^2 / |r0|^2 < tol` (the published criterion).
+/// `max_iters` or when `|r|^2 / |r0|^2 < tol` (the published criterion). The dot products in
+/// `reduce`'s order; multiversioned as `nn::activation::forward` (the same bits everywhere).
+#[multiversion(targets = "simd")]
 pub fn solve<S: Scalar>(
     mut apply: impl FnMut(&[S], &mut [S]),
     b: &[S],
@@ -46,13 +46,13 @@ pub fn solve<S: Scalar>(
     r.iter_mut().zip(b.iter().zip(ap.iter())).for_each(|(r, (&b, &a))| *r = b - a);
     p.copy_from_slice(r);
     // |b| measures the residual when starting warm, so the criterion means the same either way.
-    let r0 = dot(b, b).to_f64().unwrap_or(f64::NAN).max(f64::MIN_POSITIVE);
-    let mut rr = dot(r, r);
+    let r0 = reduce::dot(b, b).to_f64().unwrap_or(f64::NAN).max(f64::MIN_POSITIVE);
+    let mut rr = reduce::dot(r, r);
     let mut out =
         CgOutcome { iterations: 0, rel_residual: (rr.to_f64().unwrap_or(f64::NAN) / r0).sqrt(), diverged: false };
     while out.iterations < max_iters && out.rel_residual * out.rel_residual >= tol {
         apply(p, ap);
-        let pap = dot(p, ap);
+        let pap = reduce::dot(p, ap);
         if pap.partial_cmp(&S::zero()) != Some(std::cmp::Ordering::Greater) || !pap.is_finite() {
             out.diverged = true;
             return out;
@@ -60,7 +60,7 @@ pub fn solve<S: Scalar>(
         let alpha = rr / pap;
         x.iter_mut().zip(p.iter()).for_each(|(x, &p)| *x += alpha * p);
         r.iter_mut().zip(ap.iter()).for_each(|(r, &a)| *r -= alpha * a);
-        let rr_new = dot(r, r);
+        let rr_new = reduce::dot(r, r);
         let beta = rr_new / rr;
         rr = rr_new;
         p.iter_mut().zip(r.iter()).for_each(|(p, &r)| *p = r + beta * *p);

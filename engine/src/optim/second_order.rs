@@ -3,6 +3,7 @@
 //! conjugate gradient on `(A ⊗ G + lambda I) x = grad`), the step is KL-clipped, and the remaining
 //! tensors (embeddings, LayerNorm) take AdamW steps.
 
+use multiversion::multiversion;
 use serde::Serialize;
 
 use super::adam::Adam;
@@ -13,7 +14,7 @@ use super::kronecker::{self, Operands, Product, Scratch};
 // The configuration lives with the other configurations; re-exported here where it is used.
 pub use crate::config::{Fisher, Method, SecondOrderConfig};
 use crate::error::{Error, Result};
-use crate::model::{Cache, Grads, Model};
+use crate::model::{pair_mut, Cache, Grads, Model};
 use crate::nn::matmul::{gemm, MatMut, MatRef};
 use crate::rng::{rng, Stream};
 
@@ -39,6 +40,8 @@ pub struct Diagnostics {
 
 /// `A <- keep A + (1 - keep) a~^T a~ / N` with `a~ = [a, 1]`, assembled from `a^T a` and the column
 /// sums of `a`: the GEMM then runs on din (often a multiple of the SIMD width), not din + 1.
+/// Multiversioned as `nn::activation::forward`.
+#[multiversion(targets = "simd")]
 pub(crate) fn update_a_factor(a_factor: &mut [f32], aa: &mut [f32], a: &[f32], n: usize, din: usize, keep: f32) {
     let (aa, mean) = aa[..din * din + din].split_at_mut(din * din);
     let am = MatRef::new(a, n, din);
@@ -58,6 +61,18 @@ pub(crate) fn update_a_factor(a_factor: &mut [f32], aa: &mut [f32], a: &[f32], n
         blend(&mut a_factor[din * din1 + i], mean[i]);
     }
     blend(&mut a_factor[din * din1 + din], 1.0);
+}
+
+/// Momentum on the preconditioned step `x` (dout, din + 1), then `[W | b] -= scale v` with decay on
+/// W only. Multiversioned as `nn::activation::forward`.
+#[multiversion(targets = "simd")]
+fn apply_update(w: &mut [f32], b: &mut [f32], velocity: &mut [f32], x: &[f32], mu: f32, scale: f32, decay: f32) {
+    velocity.iter_mut().zip(x).for_each(|(v, &x)| *v = mu * *v + x);
+    let din = w.len() / b.len().max(1);
+    for ((row, w), b) in velocity.chunks_exact(din + 1).zip(w.chunks_exact_mut(din)).zip(b) {
+        w.iter_mut().zip(&row[..din]).for_each(|(p, &v)| *p -= scale * v + decay * *p);
+        *b -= scale * row[din];
+    }
 }
 
 struct Layer {
@@ -243,16 +258,9 @@ impl SecondOrder {
         self.diag.kl_scale = nu as f32;
         let scale = lr * nu as f32;
         for (site, layer) in self.sites.iter().zip(self.layers.iter_mut()) {
-            let mu = self.cfg.momentum;
-            layer.velocity.iter_mut().zip(&layer.x).for_each(|(v, &x)| *v = mu * *v + x);
-            let din = site.din;
-            let wd = self.cfg.weight_decay;
-            let (w_off, b_off) = (model.layout.tensors[site.w].offset, model.layout.tensors[site.b].offset);
-            for (o, row) in layer.velocity.chunks_exact(site.din1()).enumerate() {
-                let w = &mut model.params[w_off + o * din..w_off + (o + 1) * din];
-                w.iter_mut().zip(&row[..din]).for_each(|(p, &v)| *p -= scale * v + lr * wd * *p);
-                model.params[b_off + o] -= scale * row[din];
-            }
+            let (w, b) = pair_mut(&model.layout, &mut model.params, site.w, site.b);
+            let (mu, wd) = (self.cfg.momentum, self.cfg.weight_decay);
+            apply_update(w, b, &mut layer.velocity, &layer.x, mu, scale, lr * wd);
         }
         self.adam.t += 1;
         let (adam_lr, wd) = (self.cfg.adam_lr * factor, self.cfg.weight_decay);
