@@ -225,3 +225,38 @@ fn kfac_damping_split_and_the_fisher_are_flags() {
     let (ok, _, stderr) = lab(&["train", "--optimizer", "cgfac", "--fisher", "fake"]);
     assert!(!ok && stderr.contains("use empirical or sampled"), "{stderr}");
 }
+
+/// `lab bench --sizes/--optimizers` prints only those step rows, and `--spec` times the page's
+/// `spherewalk.bench` spec natively: the model it builds, and a bad spec's message.
+#[test]
+fn bench_filters_its_rows_and_times_a_page_spec() {
+    let (ok, stdout, stderr) =
+        lab(&["--threads", "2", "bench", "--json", "--iters", "1", "--sizes", "tiny", "--optimizers", "sgd,adam"]);
+    assert!(ok, "{stderr}");
+    let s = last_json(&stdout);
+    let rows: Vec<(String, String, u64)> = (s["steps"].as_array().unwrap().iter())
+        .map(|r| {
+            (
+                r["size"].as_str().unwrap().into(),
+                r["optimizer"].as_str().unwrap().into(),
+                r["threads"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let want = [("tiny", "sgd", 1), ("tiny", "adam", 1), ("tiny", "adam", 2)].map(|(a, b, t)| (a.into(), b.into(), t));
+    assert_eq!(rows, want, "{s}");
+    assert_eq!(s["steps"][1]["vs_adam"].as_f64(), Some(1.0));
+    assert!(s["matmul"].as_array().unwrap().is_empty() && s["probe_overhead"].is_null(), "{s}");
+
+    let spec = r#"{"d_model":16,"layers":1,"heads":2,"context":8,"batch":2,"steps":2}"#;
+    let (ok, stdout, stderr) = lab(&["bench", "--json", "--spec", spec]);
+    assert!(ok, "{stderr}");
+    let r = last_json(&stdout);
+    let cfg = serde_json::from_str::<engine::session::bench::BenchSpec>(spec).unwrap().config().unwrap();
+    assert_eq!(r["params"].as_u64(), Some(engine::Model::<f32>::new(cfg.model).unwrap().num_params() as u64));
+    assert!(r["ms_per_step"].as_f64().is_some_and(|ms| ms > 0.0) && r["steps"] == 2, "{r}");
+    let (ok, _, stderr) = lab(&["bench", "--spec", r#"{"d_model":16,"heads":5}"#]);
+    assert!(!ok && stderr.contains("heads"), "{stderr}");
+    let (ok, _, stderr) = lab(&["bench", "--sizes", "huge"]);
+    assert!(!ok && stderr.contains("no bench size `huge`"), "{stderr}");
+}
