@@ -34,7 +34,7 @@ pub fn max<S: Scalar>(xs: &[S]) -> S {
 }
 
 /// The fold itself: whole lanes are fixed-size arrays (no bounds checks inside, so the lane loop
-/// becomes vector instructions), then the tail, then the lanes in order.
+/// becomes vector instructions), then the tail, then the lanes pairwise.
 #[inline(always)]
 fn fold<T: Copy, S: Scalar, const K: usize>(
     xs: [&[T]; K],
