@@ -1,4 +1,13 @@
 //! Tiled, batched, strided GEMM in workgroup memory: the GPU twin of `crate::nn::matmul::gemm`.
+//!
+//! Two tilings of the same product (`kernels/matmul.wgsl`, `kernels/matmul_wide.wgsl`): 64 x 64
+//! tiles with 4 x 4 outputs per invocation and scalar loads, for any layout; and 128 x 128 tiles
+//! with 8 x 8 outputs per invocation and vec4 loads, for operands laid out in fours. Both use 256
+//! invocations and 8 KiB of workgroup memory, inside WebGPU's default limits, so every adapter runs
+//! both. A launch takes the wide tiles when its operands allow, when their padding at the edges
+//! costs at most a quarter more work than the square tiles', and, on a hardware adapter, when
+//! their grid still has [`WIDE_MIN_GROUPS`] workgroups to spread over a large GPU's compute units
+//! (a software adapter has a few CPU cores to fill).
 
 use super::{f, Access, GpuContext, Kernel, Op, Tensor};
 
@@ -38,6 +47,19 @@ impl View {
     fn words(&self) -> [u32; 5] {
         [self.offset, self.rs, self.cs, self.batch_outer, self.batch_inner].map(|x| x as u32)
     }
+    /// Whether a `rows x cols` matrix seen through this view is made of whole, aligned vec4s, and
+    /// along which dimension they run: `Some(true)` along the columns, `Some(false)` along the rows.
+    fn fours(&self, rows: usize, cols: usize) -> Option<bool> {
+        let aligned = |xs: &[usize]| xs.iter().all(|x| x % 4 == 0);
+        let batch = [self.offset, self.batch_outer, self.batch_inner];
+        if self.cs == 1 && aligned(&[cols, self.rs]) && aligned(&batch) {
+            Some(true)
+        } else if self.rs == 1 && aligned(&[rows, self.cs]) && aligned(&batch) {
+            Some(false)
+        } else {
+            None
+        }
+    }
 }
 
 /// `outer * inner` products of an `m x k` by a `k x n` matrix.
@@ -62,18 +84,51 @@ impl Dims {
     }
 }
 
-const TILE: usize = 64;
 /// Workgroups per grid dimension that WebGPU guarantees.
 const MAX_GROUPS: usize = 65535;
+/// The fewest 128 x 128 tiles a launch takes the wide kernel for: about one per compute unit of
+/// a data-centre GPU (132 on an H100). A guess until a real GPU measures it: no session has had one.
+pub const WIDE_MIN_GROUPS: usize = 128;
+
+/// The two tilings; [`Matmul::op`] chooses, [`Matmul::op_tiled`] is told (the bench compares them).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tiling {
+    /// 64 x 64 tiles, scalar loads: any layout.
+    Square64,
+    /// 128 x 128 tiles, vec4 loads: operands in aligned fours.
+    Wide128,
+}
+
+impl Tiling {
+    fn tile(self) -> usize {
+        match self {
+            Tiling::Square64 => 64,
+            Tiling::Wide128 => 128,
+        }
+    }
+}
 
 pub struct Matmul {
-    kernel: Kernel,
+    square: Kernel,
+    wide: Kernel,
+    /// The fewest wide tiles a launch takes them for on this adapter.
+    min_groups: usize,
 }
 
 impl Matmul {
     pub fn new(ctx: &GpuContext) -> Self {
         let access = [Access::Read, Access::Read, Access::ReadWrite];
-        Matmul { kernel: Kernel::new(ctx, "matmul", include_str!("kernels/matmul.wgsl"), &access, &["main"]) }
+        let kernel = |name, src| Kernel::new(ctx, name, src, &access, &["main"]);
+        Matmul {
+            square: kernel("matmul", include_str!("kernels/matmul.wgsl")),
+            wide: kernel("matmul wide", include_str!("kernels/matmul_wide.wgsl")),
+            min_groups: if ctx.is_software() { 1 } else { WIDE_MIN_GROUPS },
+        }
+    }
+
+    /// The tiling [`Matmul::op`] takes for these operands on this adapter.
+    pub fn tiling(&self, d: Dims, a: View, b: View) -> Tiling {
+        choose(d, a, b, self.min_groups)
     }
 
     /// `c = alpha * a b + beta * c` for every batch; `a` and `b` may share a tensor, `c` must not.
@@ -81,6 +136,22 @@ impl Matmul {
     pub fn op(
         &self,
         ctx: &GpuContext,
+        d: Dims,
+        alpha: f32,
+        a: (&Tensor, View),
+        b: (&Tensor, View),
+        beta: f32,
+        c: (&Tensor, View),
+    ) -> Op {
+        self.op_tiled(ctx, self.tiling(d, a.1, b.1), d, alpha, a, b, beta, c)
+    }
+
+    /// [`Matmul::op`] with the tiling given; `Wide128` needs operands in aligned fours.
+    #[allow(clippy::too_many_arguments)]
+    pub fn op_tiled(
+        &self,
+        ctx: &GpuContext,
+        tiling: Tiling,
         d: Dims,
         alpha: f32,
         a: (&Tensor, View),
@@ -98,12 +169,31 @@ impl Matmul {
         params.extend(c.1.words());
         let batches = d.outer * d.inner;
         params.extend([f(alpha), f(beta), batches as u32]);
+        if tiling == Tiling::Wide128 {
+            let (a_k, b_k) = (a.1.fours(d.m, d.k), b.1.fours(d.k, d.n).map(|cols| !cols));
+            let (Some(a_k), Some(b_k)) = (a_k, b_k) else { panic!("wide matmul {d:?} on operands not in fours") };
+            params.extend([a_k as u32, b_k as u32]);
+        }
         // Batches past one dimension's limit continue in y, one line of row tiles per 65535.
-        let (cols, rows, z) = (d.n.div_ceil(TILE), d.m.div_ceil(TILE), batches.min(MAX_GROUPS));
+        let tile = tiling.tile();
+        let (cols, rows, z) = (d.n.div_ceil(tile), d.m.div_ceil(tile), batches.min(MAX_GROUPS));
         let lines = batches.div_ceil(z);
         assert!(cols <= MAX_GROUPS && rows * lines <= MAX_GROUPS, "matmul {d:?} is past one launch's grid");
         let grid = [cols as u32, (rows * lines) as u32, z as u32];
-        self.kernel.op(ctx, 0, &[a.0, b.0, c.0], &params, grid)
+        let kernel = if tiling == Tiling::Wide128 { &self.wide } else { &self.square };
+        kernel.op(ctx, 0, &[a.0, b.0, c.0], &params, grid)
+    }
+}
+
+/// See the module's introduction.
+fn choose(d: Dims, a: View, b: View, min_groups: usize) -> Tiling {
+    let padded = |tile: usize| d.m.next_multiple_of(tile) * d.n.next_multiple_of(tile);
+    let groups = d.m.div_ceil(128) * d.n.div_ceil(128) * d.outer * d.inner;
+    let fours = a.fours(d.m, d.k).is_some() && b.fours(d.k, d.n).is_some();
+    if fours && 4 * padded(128) <= 5 * padded(64) && groups >= min_groups {
+        Tiling::Wide128
+    } else {
+        Tiling::Square64
     }
 }
 
@@ -113,89 +203,132 @@ mod tests {
     use super::*;
     use crate::nn::matmul::{gemm, MatMut, MatRef};
 
-    /// Each case: (m, k, n, transpose a, transpose b); sizes straddle the 64-wide tile and the 16-deep panel.
+    /// `c = 0.7 a b + 0.5 c` on the GPU with `tiling` and on the CPU; the largest difference.
+    /// `a` and `b` are stored transposed when the product reads them transposed, as the model's
+    /// weights are.
+    fn against_cpu(
+        ctx: &GpuContext,
+        mm: &Matmul,
+        tiling: Option<Tiling>,
+        case: (usize, usize, usize, bool, bool),
+    ) -> f32 {
+        let (m, k, n, ta, tb) = case;
+        let seed = (m * 7 + k * 5 + n * 3) as u64;
+        let (a, b, c0) = (random(m * k, seed), random(k * n, seed + 1), random(m * n, seed + 2));
+        let (va, ma) = if ta {
+            (View::rows(0, m).t(), MatRef::new(&a, k, m).t())
+        } else {
+            (View::rows(0, k), MatRef::new(&a, m, k))
+        };
+        let (vb, mb) = if tb {
+            (View::rows(0, k).t(), MatRef::new(&b, n, k).t())
+        } else {
+            (View::rows(0, n), MatRef::new(&b, k, n))
+        };
+        let mut want = c0.clone();
+        gemm(0.7, ma, mb, 0.5, MatMut::new(&mut want, m, n));
+        let (ga, gb, gc) =
+            (ctx.tensor_from("a", &a).unwrap(), ctx.tensor_from("b", &b).unwrap(), ctx.tensor_from("c", &c0).unwrap());
+        let d = Dims::new(m, n, k);
+        let tiling = tiling.unwrap_or(mm.tiling(d, va, vb));
+        ctx.run(&[&mm.op_tiled(ctx, tiling, d, 0.7, (&ga, va), (&gb, vb), 0.5, (&gc, View::rows(0, n)))]);
+        max_err(&read(ctx, &gc), &want)
+    }
+
+    /// Sizes straddle the 64-wide tile and the 16-deep panel.
     #[test]
     fn matmul_matches_cpu_gemm_with_transposes() {
-        let ctx = ctx();
+        let (ctx, mut worst) = (ctx(), 0.0f32);
         let mm = Matmul::new(&ctx);
-        let cases = [
+        for case in [
             (37, 53, 29, false, false),
             (1, 70, 65, false, true),
             (130, 17, 66, true, false),
             (64, 64, 64, true, true),
             (100, 3, 129, false, true),
-        ];
-        let mut worst = 0.0f32;
-        for (i, &(m, k, n, ta, tb)) in cases.iter().enumerate() {
-            let a = random(m * k, 10 + i as u64);
-            let b = random(k * n, 20 + i as u64);
-            let c0 = random(m * n, 30 + i as u64);
-            // Stored transposed when the product reads them transposed, as the model's weights are.
-            let (va, ma) = if ta {
-                (View::rows(0, m).t(), MatRef::new(&a, k, m).t())
-            } else {
-                (View::rows(0, k), MatRef::new(&a, m, k))
-            };
-            let (vb, mb) = if tb {
-                (View::rows(0, k).t(), MatRef::new(&b, n, k).t())
-            } else {
-                (View::rows(0, n), MatRef::new(&b, k, n))
-            };
-            let mut want = c0.clone();
-            gemm(0.7, ma, mb, 0.5, MatMut::new(&mut want, m, n));
-            let (ga, gb, gc) = (
-                ctx.tensor_from("a", &a).unwrap(),
-                ctx.tensor_from("b", &b).unwrap(),
-                ctx.tensor_from("c", &c0).unwrap(),
-            );
-            let op = mm.op(&ctx, Dims::new(m, n, k), 0.7, (&ga, va), (&gb, vb), 0.5, (&gc, View::rows(0, n)));
-            ctx.run(&[&op]);
-            let err = max_err(&read(&ctx, &gc), &want);
-            assert!(err < 1e-5, "case {m}x{k}x{n} ta={ta} tb={tb}: error {err}");
+        ] {
+            let err = against_cpu(&ctx, &mm, None, case);
+            assert!(err < 1e-5, "case {case:?}: error {err}");
             worst = worst.max(err);
         }
         eprintln!("matmul max error {worst:e}");
     }
 
-    /// Attention's shape: per (batch, head), S = Q K^T over head columns of (B, T, C) buffers.
+    /// The wide tiles in all four layouts of A and B (their vec4s along k or along m and n), on
+    /// sizes that straddle the 128-wide tile and the 8-deep panel, against the CPU and against the
+    /// square tiles, which run the same fma chain.
+    #[test]
+    fn wide_tiles_match_cpu_gemm_in_every_layout() {
+        let (ctx, mut worst) = (ctx(), 0.0f32);
+        let mm = Matmul::new(&ctx);
+        for (m, k, n) in [(132, 36, 260), (4, 8, 128), (256, 132, 12)] {
+            for (ta, tb) in [(false, false), (false, true), (true, false), (true, true)] {
+                let case = (m, k, n, ta, tb);
+                let wide = against_cpu(&ctx, &mm, Some(Tiling::Wide128), case);
+                let square = against_cpu(&ctx, &mm, Some(Tiling::Square64), case);
+                assert!(wide < 1e-5, "case {case:?}: wide error {wide}");
+                assert!((wide - square).abs() < 1e-6, "case {case:?}: wide {wide}, square {square}");
+                worst = worst.max(wide);
+            }
+        }
+        eprintln!("wide matmul max error {worst:e}");
+    }
+
+    #[test]
+    fn wide_tiles_only_for_operands_in_fours_little_padding_and_grids_that_fill_a_gpu() {
+        let rows = |cols| View::rows(0, cols);
+        let hardware = |d: Dims, a, b| choose(d, a, b, WIDE_MIN_GROUPS);
+        let big = Dims::new(2048, 2048, 2048);
+        assert_eq!(hardware(big, rows(2048), rows(2048).t()), Tiling::Wide128);
+        // 8 x 8 wide tiles are 64 groups: the square tiles spread wider on hardware, not in software.
+        let (d, v) = (Dims::new(1024, 1024, 1024), rows(1024));
+        assert_eq!(hardware(d, v, v), Tiling::Square64);
+        assert_eq!(choose(d, v, v, 1), Tiling::Wide128);
+        // A row stride, a dimension or an offset off the fours.
+        assert_eq!(hardware(Dims::new(2048, 2048, 2046), rows(2046), rows(2048)), Tiling::Square64);
+        assert_eq!(hardware(big, View::strided(2, 2048), rows(2048)), Tiling::Square64);
+        assert_eq!(hardware(Dims::new(2048, 2047, 2048), rows(2048), rows(2047)), Tiling::Square64);
+        // 32 of 128 columns, or 192 of 256, would be wasted work.
+        assert_eq!(choose(Dims::new(256, 32, 32), rows(32), rows(32), 1), Tiling::Square64);
+        assert_eq!(choose(Dims::new(8192, 192, 64), rows(64), rows(192), 1), Tiling::Square64);
+        assert_eq!(choose(Dims::new(8192, 128, 64), rows(64), rows(128), 1), Tiling::Wide128);
+        // Batches count: 64 heads of 256 x 256 scores are 256 wide tiles.
+        let head = View::strided(0, 512).batched(256 * 512, 8);
+        assert_eq!(hardware(Dims::new(256, 256, 8).batched(1, 64), head, head.t()), Tiling::Wide128);
+    }
+
+    /// Attention's shape: per (batch, head), S = Q K^T over head columns of (B, T, C) buffers; with
+    /// head size 5 in the square tiles only, with 8 (the heads' columns in fours) in both.
     #[test]
     fn batched_head_matmul_matches_cpu() {
         let ctx = ctx();
         let mm = Matmul::new(&ctx);
-        let (b, t, nh, hs) = (3, 19, 4, 5);
-        let c = nh * hs;
-        let q = random(b * t * c, 1);
-        let k = random(b * t * c, 2);
-        let mut want = vec![0.0; b * nh * t * t];
-        for bi in 0..b {
-            for h in 0..nh {
-                let off = bi * t * c + h * hs;
-                let out = &mut want[(bi * nh + h) * t * t..][..t * t];
-                gemm(
-                    0.3,
-                    MatRef::strided(&q, off, t, hs, c, 1),
-                    MatRef::strided(&k, off, t, hs, c, 1).t(),
-                    0.0,
-                    MatMut::new(out, t, t),
-                );
+        for (t, hs, tilings) in [(19, 5, &[Tiling::Square64][..]), (20, 8, &[Tiling::Square64, Tiling::Wide128])] {
+            let (b, nh) = (3, 4);
+            let c = nh * hs;
+            let q = random(b * t * c, 1);
+            let k = random(b * t * c, 2);
+            let mut want = vec![0.0; b * nh * t * t];
+            for bi in 0..b {
+                for h in 0..nh {
+                    let off = bi * t * c + h * hs;
+                    let out = &mut want[(bi * nh + h) * t * t..][..t * t];
+                    let head = |x| MatRef::strided(x, off, t, hs, c, 1);
+                    gemm(0.3, head(&q), head(&k).t(), 0.0, MatMut::new(out, t, t));
+                }
+            }
+            let (gq, gk) = (ctx.tensor_from("q", &q).unwrap(), ctx.tensor_from("k", &k).unwrap());
+            let head = View::strided(0, c).batched(t * c, hs);
+            let d = Dims::new(t, t, hs).batched(b, nh);
+            for &tiling in tilings {
+                // NaN in C checks that beta = 0 ignores the old contents, as the CPU gemm does.
+                let gs = ctx.tensor_from("s", &vec![f32::NAN; want.len()]).unwrap();
+                let sv = View::rows(0, t).batched(nh * t * t, t * t);
+                ctx.run(&[&mm.op_tiled(&ctx, tiling, d, 0.3, (&gq, head), (&gk, head.t()), 0.0, (&gs, sv))]);
+                let err = max_err(&read(&ctx, &gs), &want);
+                eprintln!("batched matmul, head size {hs}, {tiling:?}: max error {err:e}");
+                assert!(err < 1e-5, "{tiling:?}: error {err}");
             }
         }
-        let (gq, gk) = (ctx.tensor_from("q", &q).unwrap(), ctx.tensor_from("k", &k).unwrap());
-        // NaN in C checks that beta = 0 ignores the old contents, as the CPU gemm does.
-        let gs = ctx.tensor_from("s", &vec![f32::NAN; want.len()]).unwrap();
-        let head = View::strided(0, c).batched(t * c, hs);
-        let op = mm.op(
-            &ctx,
-            Dims::new(t, t, hs).batched(b, nh),
-            0.3,
-            (&gq, head),
-            (&gk, head.t()),
-            0.0,
-            (&gs, View::rows(0, t).batched(nh * t * t, t * t)),
-        );
-        ctx.run(&[&op]);
-        let err = max_err(&read(&ctx, &gs), &want);
-        eprintln!("batched matmul max error {err:e}");
-        assert!(err < 1e-5, "error {err}");
     }
 }

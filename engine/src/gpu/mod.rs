@@ -182,11 +182,12 @@ impl GpuContext {
 
     /// A storage tensor holding `data` (f32, or u32 token ids).
     pub fn tensor_from<T: bytemuck::Pod>(&self, label: &str, data: &[T]) -> Result<Tensor> {
-        self.check_size(data.len())?;
-        let contents: &[u8] = if data.is_empty() { &[0; 4] } else { bytemuck::cast_slice(data) };
+        let bytes = self.check_size(data.len())? as usize;
+        let mut contents = bytemuck::cast_slice::<T, u8>(data).to_vec();
+        contents.resize(bytes, 0);
         let buf = self.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
             label: Some(label),
-            contents,
+            contents: &contents,
             usage: Tensor::USAGE,
         });
         Ok(Tensor { buf, len: data.len() })
@@ -205,8 +206,9 @@ impl GpuContext {
     }
 
     fn check_size(&self, len: usize) -> Result<u64> {
-        // At least 4 bytes: WebGPU rejects zero-sized bindings.
-        let bytes = 4 * len.max(1) as u64;
+        // At least one vec4 (WebGPU rejects zero-sized bindings), and whole vec4s, so that
+        // matmul's wide kernel can read any tensor as an array of them.
+        let bytes = 16 * len.div_ceil(4).max(1) as u64;
         let limit = self.device.limits().max_storage_buffer_binding_size;
         if bytes > limit {
             return Err(GpuError::TooLarge { bytes, limit });

@@ -5,6 +5,7 @@ use std::time::Instant;
 
 use engine::bench::{matmul_gflops, probe_overhead, size, step_table, Size, MATMUL_SHAPES, SIZES};
 use engine::config::{DataSpec, ModelConfig, OptimizerConfig, TrainConfig};
+use engine::gpu::matmul::{Dims, Matmul, Tiling, View};
 use engine::gpu::trainer::{GpuTrainer, READ_EVERY};
 use engine::gpu::{bench as gpu_bench, block_on, GpuContext};
 use engine::session::bench::BenchSpec;
@@ -120,7 +121,15 @@ fn gpu(as_json: bool, iters: usize) -> Result<(), Error> {
     // 4096^3 on hardware only: a software adapter takes minutes over it.
     let sides: &[usize] = if ctx.is_software() { &[256, 512, 1024, 2048] } else { &[256, 512, 1024, 2048, 4096] };
     for &n in sides {
-        matmul.push(json!({"n": n, "gflops": block_on(gpu_bench::matmul_gflops(&ctx, n)).map_err(gpu_error)?}));
+        // Both tilings side by side, and the one a launch of this size takes.
+        let rate = |t| block_on(gpu_bench::matmul_gflops(&ctx, n, Some(t))).map_err(gpu_error);
+        let (square, wide) = (rate(Tiling::Square64)?, rate(Tiling::Wide128)?);
+        let v = View::rows(0, n);
+        let chosen = Matmul::new(&ctx).tiling(Dims::new(n, n, n), v, v);
+        let gflops = if chosen == Tiling::Wide128 { wide } else { square };
+        matmul.push(
+            json!({"n": n, "gflops": gflops, "square64": square, "wide128": wide, "tiling": format!("{chosen:?}")}),
+        );
     }
     // On a software adapter (a correctness check, not a speed figure) the two small sizes only: a
     // medium step takes seconds there. On hardware, a larger size too.
@@ -161,8 +170,14 @@ fn gpu(as_json: bool, iters: usize) -> Result<(), Error> {
         return Ok(());
     }
     println!("adapter: {adapter}");
+    println!(
+        "{:<14} {:>10} {:>10} {:>10}  (GFLOP/s; tiles 64x64 scalar loads, 128x128 vec4 loads)",
+        "matmul", "64x64", "128x128", "taken"
+    );
     for m in &matmul {
-        println!("matmul {:>5}^3: {:>9.1} GFLOP/s", m["n"], m["gflops"].as_f64().unwrap_or(f64::NAN));
+        let num = |k: &str| m[k].as_f64().unwrap_or(f64::NAN);
+        let taken = m["tiling"].as_str().unwrap_or("");
+        println!("{:<14} {:>10.1} {:>10.1} {:>10}", format!("{}^3", m["n"]), num("square64"), num("wide128"), taken);
     }
     println!("\n{:<8} {:<6} {:>10} {:>10} {:>9} {:>11}", "size", "optim", "cpu ms", "gpu ms", "gpu/cpu", "reads/step");
     for s in &steps {

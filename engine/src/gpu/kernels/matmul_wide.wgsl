@@ -1,0 +1,119 @@
+// matmul.wgsl's product for large grids: a 16 x 16 workgroup computes a 128 x 128 tile of C, each
+// invocation an 8 x 8 block of adjacent rows and columns, from 128 x 8 panels of A and B loaded one
+// vec4 per invocation. Addressing, batches and the beta rule are matmul.wgsl's; each output is the
+// same fma chain over k in order, so both kernels give the same values.
+//
+// A and B are read as vec4s, so each operand runs in fours along one dimension: a_k = 1 when A's
+// fours run along k (a_cs = 1), 0 when they run along m (a_rs = 1); b_k = 1 when B's run along k
+// (b_rs = 1), 0 along n (b_cs = 1). Matmul::op checks that offsets, strides and that dimension are
+// multiples of 4, so a four is wholly inside the matrix or wholly outside it.
+
+struct Params {
+    m: u32, n: u32, k: u32, inner: u32,
+    a_off: u32, a_rs: u32, a_cs: u32, a_bo: u32, a_bi: u32,
+    b_off: u32, b_rs: u32, b_cs: u32, b_bo: u32, b_bi: u32,
+    c_off: u32, c_rs: u32, c_cs: u32, c_bo: u32, c_bi: u32,
+    alpha: f32, beta: f32,
+    batches: u32,
+    a_k: u32, b_k: u32,
+}
+
+@group(0) @binding(0) var<storage, read> a: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read> b: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read_write> c: array<f32>;
+@group(0) @binding(3) var<uniform> p: Params;
+
+const TILE: u32 = 128u;
+const BK: u32 = 8u;
+const QUADS: u32 = 32u; // TILE / 4
+
+// [BK][TILE / 4]: k-major, an invocation's 8 rows (or columns) are two adjacent vec4s.
+var<workgroup> as_: array<vec4<f32>, 256>;
+var<workgroup> bs: array<vec4<f32>, 256>;
+
+@compute @workgroup_size(16, 16, 1)
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_id) lid: vec3<u32>, @builtin(local_invocation_index) li: u32) {
+    let row_tiles = (p.m + TILE - 1u) / TILE;
+    let z = (wg.y / row_tiles) * nwg.z + wg.z;
+    if (z >= p.batches) {
+        return;
+    }
+    let zo = z / p.inner;
+    let zi = z % p.inner;
+    let a0 = p.a_off + zo * p.a_bo + zi * p.a_bi;
+    let b0 = p.b_off + zo * p.b_bo + zi * p.b_bi;
+    let c0 = p.c_off + zo * p.c_bo + zi * p.c_bi;
+    let row0 = (wg.y % row_tiles) * TILE;
+    let col0 = wg.x * TILE;
+
+    var acc: array<vec4<f32>, 16>; // row r, columns 4h..4h+3 at acc[r * 2 + h]
+    for (var k0 = 0u; k0 < p.k; k0 += BK) {
+        // A panel: 128 rows x 8 k, one vec4 per invocation.
+        if (p.a_k == 1u) {
+            let i = li / 2u;
+            let kq = (li % 2u) * 4u;
+            var v = vec4<f32>(0.0);
+            if (row0 + i < p.m && k0 + kq < p.k) {
+                v = a[(a0 + (row0 + i) * p.a_rs + k0 + kq) / 4u];
+            }
+            for (var q = 0u; q < 4u; q++) {
+                as_[(kq + q) * QUADS + i / 4u][i % 4u] = v[q];
+            }
+        } else {
+            let kk = li / QUADS;
+            let i = (li % QUADS) * 4u;
+            var v = vec4<f32>(0.0);
+            if (row0 + i < p.m && k0 + kk < p.k) {
+                v = a[(a0 + row0 + i + (k0 + kk) * p.a_cs) / 4u];
+            }
+            as_[kk * QUADS + i / 4u] = v;
+        }
+        // B panel: 8 k x 128 columns.
+        if (p.b_k == 1u) {
+            let j = li / 2u;
+            let kq = (li % 2u) * 4u;
+            var v = vec4<f32>(0.0);
+            if (col0 + j < p.n && k0 + kq < p.k) {
+                v = b[(b0 + k0 + kq + (col0 + j) * p.b_cs) / 4u];
+            }
+            for (var q = 0u; q < 4u; q++) {
+                bs[(kq + q) * QUADS + j / 4u][j % 4u] = v[q];
+            }
+        } else {
+            let kk = li / QUADS;
+            let j = (li % QUADS) * 4u;
+            var v = vec4<f32>(0.0);
+            if (col0 + j < p.n && k0 + kk < p.k) {
+                v = b[(b0 + (k0 + kk) * p.b_rs + col0 + j) / 4u];
+            }
+            bs[kk * QUADS + j / 4u] = v;
+        }
+        workgroupBarrier();
+        for (var kk = 0u; kk < BK; kk++) {
+            let ar = array<vec4<f32>, 2>(as_[kk * QUADS + lid.y * 2u], as_[kk * QUADS + lid.y * 2u + 1u]);
+            let b_lo = bs[kk * QUADS + lid.x * 2u];
+            let b_hi = bs[kk * QUADS + lid.x * 2u + 1u];
+            for (var r = 0u; r < 8u; r++) {
+                let av = vec4<f32>(ar[r / 4u][r % 4u]);
+                acc[r * 2u] = fma(av, b_lo, acc[r * 2u]);
+                acc[r * 2u + 1u] = fma(av, b_hi, acc[r * 2u + 1u]);
+            }
+        }
+        workgroupBarrier();
+    }
+    for (var r = 0u; r < 8u; r++) {
+        let i = row0 + lid.y * 8u + r;
+        for (var s = 0u; s < 8u; s++) {
+            let j = col0 + lid.x * 8u + s;
+            if (i < p.m && j < p.n) {
+                let at = c0 + i * p.c_rs + j * p.c_cs;
+                var v = p.alpha * acc[r * 2u + s / 4u][s % 4u];
+                if (p.beta != 0.0) {
+                    v += p.beta * c[at];
+                }
+                c[at] = v;
+            }
+        }
+    }
+}
