@@ -6,7 +6,7 @@
 
 use super::cross_entropy::{Buffers, CrossEntropy};
 use super::layer_norm::{Affine, LayerNorm};
-use super::matmul::{Dims, Matmul, View};
+use super::matmul::{Dims, Matmul, Tiling, View};
 use super::softmax::Softmax;
 use super::testing::*;
 use crate::nn::{layer_norm, loss};
@@ -95,23 +95,26 @@ fn cross_entropy_past_65535_rows() {
     assert!(r[2 * ROWS..].iter().all(|&x| x == SENTINEL), "cross-entropy wrote per-row losses past its rows");
 }
 
+/// Both tilings: the square tiles on (2 x 3) by (3 x 2) products, the wide ones on (4 x 4) by
+/// (4 x 4), the smallest in vec4s.
 #[test]
 fn matmul_past_65535_batches() {
     let ctx = ctx();
     let k = Matmul::new(&ctx);
-    // ROWS products of a (2 x 3) by a (3 x 2) matrix.
-    let (m, kk, n) = (2, 3, 2);
-    let (a, b) = (random(ROWS * m * kk, 4), random(ROWS * kk * n, 5));
-    let want: Vec<f32> = (0..ROWS)
-        .flat_map(|z| {
-            let (a, b) = (&a[z * m * kk..], &b[z * kk * n..]);
-            (0..m * n).map(move |e| (0..kk).map(|l| a[e / n * kk + l] * b[l * n + e % n]).sum::<f32>())
-        })
-        .collect();
-    let (ga, gb) = (ctx.tensor_from("a", &a).unwrap(), ctx.tensor_from("b", &b).unwrap());
-    let gc = ctx.tensor_from("c", &padded(&vec![0.0; ROWS * m * n], m * n)).unwrap();
-    let d = Dims::new(m, n, kk).batched(ROWS, 1);
-    let view = |cols: usize, size: usize| View::rows(0, cols).batched(size, 0);
-    ctx.run(&[&k.op(&ctx, d, 1.0, (&ga, view(kk, m * kk)), (&gb, view(n, kk * n)), 0.0, (&gc, view(n, m * n)))]);
-    check(&read(&ctx, &gc), &want, "batched matmul");
+    for (tiling, m, kk, n) in [(Tiling::Square64, 2, 3, 2), (Tiling::Wide128, 4, 4, 4)] {
+        let (a, b) = (random(ROWS * m * kk, 4), random(ROWS * kk * n, 5));
+        let want: Vec<f32> = (0..ROWS)
+            .flat_map(|z| {
+                let (a, b) = (&a[z * m * kk..], &b[z * kk * n..]);
+                (0..m * n).map(move |e| (0..kk).map(|l| a[e / n * kk + l] * b[l * n + e % n]).sum::<f32>())
+            })
+            .collect();
+        let (ga, gb) = (ctx.tensor_from("a", &a).unwrap(), ctx.tensor_from("b", &b).unwrap());
+        let gc = ctx.tensor_from("c", &padded(&vec![0.0; ROWS * m * n], m * n)).unwrap();
+        let d = Dims::new(m, n, kk).batched(ROWS, 1);
+        let view = |cols: usize, size: usize| View::rows(0, cols).batched(size, 0);
+        let (va, vb, vc) = (view(kk, m * kk), view(n, kk * n), view(n, m * n));
+        ctx.run(&[&k.op_tiled(&ctx, tiling, d, 1.0, (&ga, va), (&gb, vb), 0.0, (&gc, vc))]);
+        check(&read(&ctx, &gc), &want, &format!("batched matmul, {tiling:?}"));
+    }
 }
