@@ -70,14 +70,33 @@ pub struct Dims {
     pub k: usize,
     pub outer: usize,
     pub inner: usize,
+    pub zeros: Zeros,
+}
+
+/// Causal attention's triangles, which a product may skip tile by tile as the CPU's attention
+/// does. Skipping exact zeros changes no bit: `fma(0, x, acc)` is `acc`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Zeros {
+    #[default]
+    None,
+    /// Only C's lower triangle (`j <= i`, C square) is wanted: tiles wholly above the diagonal
+    /// skip the product and write `beta * C` (the scores, and their gradient).
+    AboveDiagonalOfC,
+    /// A (square) is zero above its diagonal: each row tile stops at its last row (`P V`, `dS K`).
+    AboveDiagonalOfA,
+    /// A (square) is zero below its diagonal: each row tile starts at its first row (`P^T dY`, `dS^T Q`).
+    BelowDiagonalOfA,
 }
 
 impl Dims {
     pub fn new(m: usize, n: usize, k: usize) -> Self {
-        Dims { m, n, k, outer: 1, inner: 1 }
+        Dims { m, n, k, outer: 1, inner: 1, zeros: Zeros::None }
     }
     pub fn batched(self, outer: usize, inner: usize) -> Self {
         Dims { outer, inner, ..self }
+    }
+    pub fn skipping(self, zeros: Zeros) -> Self {
+        Dims { zeros, ..self }
     }
     pub fn flops(&self) -> f64 {
         2.0 * (self.m * self.n * self.k * self.outer * self.inner) as f64
@@ -168,7 +187,13 @@ impl Matmul {
         params.extend(b.1.words());
         params.extend(c.1.words());
         let batches = d.outer * d.inner;
-        params.extend([f(alpha), f(beta), batches as u32]);
+        let square = match d.zeros {
+            Zeros::None => true,
+            Zeros::AboveDiagonalOfC => d.m == d.n,
+            Zeros::AboveDiagonalOfA | Zeros::BelowDiagonalOfA => d.m == d.k,
+        };
+        assert!(square, "matmul {d:?}: a triangle of a matrix that is not square");
+        params.extend([f(alpha), f(beta), batches as u32, d.zeros as u32]);
         if tiling == Tiling::Wide128 {
             let (a_k, b_k) = (a.1.fours(d.m, d.k), b.1.fours(d.k, d.n).map(|cols| !cols));
             let (Some(a_k), Some(b_k)) = (a_k, b_k) else { panic!("wide matmul {d:?} on operands not in fours") };
@@ -295,6 +320,62 @@ mod tests {
         // Batches count: 64 heads of 256 x 256 scores are 256 wide tiles.
         let head = View::strided(0, 512).batched(256 * 512, 8);
         assert_eq!(hardware(Dims::new(256, 256, 8).batched(1, 64), head, head.t()), Tiling::Wide128);
+    }
+
+    /// Each triangle skipped in both tilings, on two batches of square products that straddle
+    /// the tiles: the same bits as the full product (the skipped terms are exact zeros) and the
+    /// CPU's values; C's skipped tiles hold `beta * C`, here 0.
+    #[test]
+    fn skipped_triangles_give_the_full_products_bits() {
+        let ctx = ctx();
+        let mm = Matmul::new(&ctx);
+        for (tiling, t) in [(Tiling::Square64, 150), (Tiling::Wide128, 260)] {
+            let lower = |x: &mut Vec<f32>, keep: fn(usize, usize) -> bool| {
+                for (e, v) in x.iter_mut().enumerate() {
+                    if !keep(e / t % t, e % t) {
+                        *v = 0.0;
+                    }
+                }
+            };
+            let (mut a_low, mut a_up, b) = (random(2 * t * t, 1), random(2 * t * t, 2), random(2 * t * t, 3));
+            lower(&mut a_low, |i, j| j <= i);
+            lower(&mut a_up, |i, j| j >= i);
+            let v = View::rows(0, t).batched(t * t, 0);
+            let d = Dims::new(t, t, t).batched(2, 1);
+            for (zeros, a) in
+                [(Zeros::AboveDiagonalOfC, &b), (Zeros::AboveDiagonalOfA, &a_low), (Zeros::BelowDiagonalOfA, &a_up)]
+            {
+                let (ga, gb) = (ctx.tensor_from("a", a).unwrap(), ctx.tensor_from("b", &b).unwrap());
+                let run = |d: Dims| {
+                    let gc = ctx.tensor_from("c", &vec![f32::NAN; 2 * t * t]).unwrap();
+                    ctx.run(&[&mm.op_tiled(&ctx, tiling, d, 1.0, (&ga, v), (&gb, v), 0.0, (&gc, v))]);
+                    read(&ctx, &gc)
+                };
+                let (full, skipped) = (run(d), run(d.skipping(zeros)));
+                let mut want = vec![0.0; 2 * t * t];
+                for z in 0..2 {
+                    let (az, bz) =
+                        (MatRef::new(&a[z * t * t..][..t * t], t, t), MatRef::new(&b[z * t * t..][..t * t], t, t));
+                    gemm(1.0, az, bz, 0.0, MatMut::new(&mut want[z * t * t..][..t * t], t, t));
+                }
+                let (mut same, mut err) = (true, 0.0f32);
+                for e in 0..2 * t * t {
+                    let (i, j) = (e / t % t, e % t);
+                    let (wanted, got) = if zeros == Zeros::AboveDiagonalOfC && j > i {
+                        // Only tiles wholly above the diagonal are skipped; the rest match.
+                        let tile = if tiling == Tiling::Wide128 { 128 } else { 64 };
+                        (if j / tile > i / tile { 0.0 } else { full[e] }, skipped[e])
+                    } else {
+                        same &= full[e].to_bits() == skipped[e].to_bits();
+                        (want[e], skipped[e])
+                    };
+                    err = err.max((wanted - got).abs());
+                }
+                eprintln!("{tiling:?} {zeros:?} at {t}: max error {err:e}, same bits as the full product: {same}");
+                assert!(same, "{tiling:?} {zeros:?}: bits differ from the full product");
+                assert!(err < 1e-4, "{tiling:?} {zeros:?}: error {err}");
+            }
+        }
     }
 
     /// Attention's shape: per (batch, head), S = Q K^T over head columns of (B, T, C) buffers; with

@@ -15,6 +15,7 @@ struct Params {
     c_off: u32, c_rs: u32, c_cs: u32, c_bo: u32, c_bi: u32,
     alpha: f32, beta: f32,
     batches: u32,
+    zeros: u32,
     a_k: u32, b_k: u32,
 }
 
@@ -48,7 +49,17 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
     let col0 = wg.x * TILE;
 
     var acc: array<vec4<f32>, 16>; // row r, columns 4h..4h+3 at acc[r * 2 + h]
-    for (var k0 = 0u; k0 < p.k; k0 += BK) {
+    // Causal attention's triangles (Zeros in matmul.rs); row0 and the tile are multiples of BK.
+    var k_begin = 0u;
+    var k_end = p.k;
+    if (p.zeros == 1u && col0 > row0) {
+        k_end = 0u; // a tile wholly above C's diagonal
+    } else if (p.zeros == 2u) {
+        k_end = min(p.k, row0 + TILE);
+    } else if (p.zeros == 3u) {
+        k_begin = row0;
+    }
+    for (var k0 = k_begin; k0 < k_end; k0 += BK) {
         // A panel: 128 rows x 8 k, one vec4 per invocation.
         if (p.a_k == 1u) {
             let i = li / 2u;

@@ -21,7 +21,7 @@ use super::cross_entropy::{Buffers, CrossEntropy};
 use super::elementwise::{Elementwise, REDUCE_GROUPS};
 use super::embedding::{Embedding, Table};
 use super::layer_norm::{Affine, LayerNorm};
-use super::matmul::{Dims, Matmul, View};
+use super::matmul::{Dims, Matmul, View, Zeros};
 use super::muon::GpuMuon;
 use super::sgd::{self, Sgd};
 use super::softmax::Softmax;
@@ -311,6 +311,13 @@ impl GpuTrainer {
         let scale = 1.0 / (hs as f32).sqrt();
         let d_scores = Dims::new(t, t, hs).batched(b, nh);
         let d_heads = Dims::new(t, hs, t).batched(b, nh);
+        // Causal attention skips the tiles of the masked triangle, as the CPU does.
+        let skip = |d: Dims, zeros| if m.causal { d.skipping(zeros) } else { d };
+        let (scores, p_times, pt_times) = (
+            skip(d_scores, Zeros::AboveDiagonalOfC),
+            skip(d_heads, Zeros::AboveDiagonalOfA),
+            skip(d_heads, Zeros::BelowDiagonalOfA),
+        );
 
         // Forward: each block walks `architecture::BLOCK` top to bottom.
         ops.push(k.emb.forward(&ctx, &resid[0], &g_tokens, &params, tab, n));
@@ -328,9 +335,9 @@ impl GpuTrainer {
                     }
                     Layer::Attention => {
                         let (q, kk, vv, y) = (slot(Slot::Q), slot(Slot::K), slot(Slot::V), slot(Slot::AttnY));
-                        ops.push(k.mm.op(&ctx, d_scores, scale, (q, head), (kk, head.t()), 0.0, (&bk.att, attv)));
+                        ops.push(k.mm.op(&ctx, scores, scale, (q, head), (kk, head.t()), 0.0, (&bk.att, attv)));
                         ops.push(k.sm.forward(&ctx, &bk.att, b * nh * t, t, m.causal));
-                        ops.push(k.mm.op(&ctx, d_heads, 1.0, (&bk.att, attv), (vv, head), 0.0, (y, head)));
+                        ops.push(k.mm.op(&ctx, p_times, 1.0, (&bk.att, attv), (vv, head), 0.0, (y, head)));
                     }
                     Layer::Residual { into, from } => {
                         ops.push(k.ew.add(&ctx, (slot(from), 0), (slot(into), 0), n * into.width(m)))
@@ -380,11 +387,11 @@ impl GpuTrainer {
                     Layer::Attention => {
                         let (q, kk, vv, dy) = (slot(Slot::Q), slot(Slot::K), slot(Slot::V), s.grad(Slot::AttnY));
                         let (dq, dk, dv) = (s.grad(Slot::Q), s.grad(Slot::K), s.grad(Slot::V));
-                        ops.push(k.mm.op(&ctx, d_heads, 1.0, (&bk.att, attv.t()), (dy, head), 0.0, (dv, head)));
-                        ops.push(k.mm.op(&ctx, d_scores, 1.0, (dy, head), (vv, head.t()), 0.0, (&s.datt, attv)));
+                        ops.push(k.mm.op(&ctx, pt_times, 1.0, (&bk.att, attv.t()), (dy, head), 0.0, (dv, head)));
+                        ops.push(k.mm.op(&ctx, scores, 1.0, (dy, head), (vv, head.t()), 0.0, (&s.datt, attv)));
                         ops.push(k.sm.backward(&ctx, &s.datt, &bk.att, b * nh * t, t));
-                        ops.push(k.mm.op(&ctx, d_heads, scale, (&s.datt, attv), (kk, head), 0.0, (dq, head)));
-                        ops.push(k.mm.op(&ctx, d_heads, scale, (&s.datt, attv.t()), (q, head), 0.0, (dk, head)));
+                        ops.push(k.mm.op(&ctx, p_times, scale, (&s.datt, attv), (kk, head), 0.0, (dq, head)));
+                        ops.push(k.mm.op(&ctx, pt_times, scale, (&s.datt, attv.t()), (q, head), 0.0, (dk, head)));
                     }
                     Layer::Activation => {
                         let (d_pre, d_act) = (s.grad(Slot::FcPre), s.grad(Slot::FcAct));
