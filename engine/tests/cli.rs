@@ -226,6 +226,36 @@ fn kfac_damping_split_and_the_fisher_are_flags() {
     assert!(!ok && stderr.contains("use empirical or sampled"), "{stderr}");
 }
 
+/// `lab bench --backend gpu` filtered to one matmul side and one step row: both tilings timed, the
+/// one a 256^3 launch takes named, and the training step's one readback per round of 10 steps.
+#[test]
+fn gpu_bench_times_both_matmul_tilings_and_the_steps_readbacks() {
+    let args = ["bench", "--backend", "gpu", "--json", "--iters", "2", "--sizes", "tiny", "--optimizers", "adam"];
+    let (ok, stdout, stderr) = lab(&[&args[..], &["--matmul", "256"]].concat());
+    assert!(ok, "{stderr}");
+    let s = last_json(&stdout);
+    let m = s["matmul"].as_array().unwrap();
+    assert!(m.len() == 1 && m[0]["n"] == 256, "{s}");
+    for tiling in ["square64", "wide128"] {
+        assert!(m[0][tiling].as_f64().is_some_and(|g| g > 0.0), "{s}");
+    }
+    // 256^3 is four wide tiles: a software adapter's few cores take them, a hardware GPU's many not.
+    let software = s["adapter"].as_str().unwrap().ends_with("Cpu)");
+    let (taken, rate) = if software { ("Wide128", "wide128") } else { ("Square64", "square64") };
+    assert!(m[0]["tiling"] == taken && m[0]["gflops"] == m[0][rate], "{s}");
+    let steps = s["steps"].as_array().unwrap();
+    assert!(steps.len() == 1 && steps[0]["size"] == "tiny" && steps[0]["optimizer"] == "adam", "{s}");
+    assert_eq!(steps[0]["readbacks_per_step"].as_f64(), Some(0.1), "{s}");
+    assert!(steps[0]["gpu_ms"].as_f64().is_some_and(|ms| ms > 0.0), "{s}");
+
+    let (ok, _, stderr) = lab(&["bench", "--matmul", "256"]);
+    assert!(!ok && stderr.contains("with --backend gpu"), "{stderr}");
+    let (ok, _, stderr) = lab(&["bench", "--backend", "gpu", "--sizes", "huge"]);
+    assert!(!ok && stderr.contains("no bench size `huge` (sizes: tiny, small, medium, large)"), "{stderr}");
+    let (ok, _, stderr) = lab(&["bench", "--backend", "gpu", "--optimizers", "fast"]);
+    assert!(!ok && stderr.contains("fast"), "{stderr}");
+}
+
 /// `lab bench --sizes/--optimizers` prints only those step rows, and `--spec` times the page's
 /// `spherewalk.bench` spec natively: the model it builds, and a bad spec's message.
 #[test]

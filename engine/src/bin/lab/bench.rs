@@ -15,16 +15,21 @@ use serde_json::json;
 
 use engine::session::BackendChoice as Backend;
 
-/// What `lab bench` runs: the whole table, or the step rows of some sizes and optimizers.
+/// What `lab bench` runs: the whole table, or the step rows of some sizes and optimizers (and on
+/// the GPU, the matmul at some sides).
 pub struct Only {
     pub sizes: Vec<String>,
     pub optimizers: Vec<String>,
+    pub matmul: Vec<usize>,
 }
 
 pub fn run(as_json: bool, iters: usize, backend: Backend, only: Only) -> Result<(), Error> {
     match backend {
+        Backend::Cpu if !only.matmul.is_empty() => {
+            Err(Error::Config("--matmul picks the GPU's matmul sides: use it with --backend gpu".into()))
+        }
         Backend::Cpu => cpu(as_json, iters, only),
-        Backend::Gpu | Backend::Auto => gpu(as_json, iters),
+        Backend::Gpu | Backend::Auto => gpu(as_json, iters, only),
     }
 }
 
@@ -114,12 +119,39 @@ fn median_ms(warmup: usize, iters: usize, mut step: impl FnMut() -> Result<(), E
     Ok(times[times.len() / 2])
 }
 
-fn gpu(as_json: bool, iters: usize) -> Result<(), Error> {
+fn gpu(as_json: bool, iters: usize, only: Only) -> Result<(), Error> {
     let ctx = block_on(GpuContext::new()).map_err(gpu_error)?;
     let adapter = ctx.adapter_name();
+    // Sizes and optimizers first, so that a wrong name fails before the matmul is timed. On a
+    // software adapter (a correctness check, not a speed figure) the two small sizes only: a medium
+    // step takes seconds there. On hardware, a larger size too.
+    let large = Size { name: "large", d_model: 256, layers: 4, heads: 8, context: 256, batch: 32 };
+    let sizes: Vec<Size> = match (only.sizes.is_empty(), ctx.is_software()) {
+        (false, _) => {
+            let named = |n: &str| match n {
+                "large" => Ok(large),
+                n => size(n)
+                    .map_err(|_| Error::Config(format!("no bench size `{n}` (sizes: tiny, small, medium, large)"))),
+            };
+            only.sizes.iter().map(|n| named(n)).collect::<Result<_, _>>()?
+        }
+        (true, true) => SIZES[..2].to_vec(),
+        (true, false) => SIZES.iter().copied().chain([large]).collect(),
+    };
+    let optimizers: Vec<&str> = match only.optimizers.is_empty() {
+        true => vec!["adam", "cgfac"],
+        false => only.optimizers.iter().map(String::as_str).collect(),
+    };
+    for name in &optimizers {
+        OptimizerConfig::named(name)?;
+    }
     let mut matmul = Vec::new();
     // 4096^3 on hardware only: a software adapter takes minutes over it.
-    let sides: &[usize] = if ctx.is_software() { &[256, 512, 1024, 2048] } else { &[256, 512, 1024, 2048, 4096] };
+    let sides: &[usize] = match (only.matmul.is_empty(), ctx.is_software()) {
+        (false, _) => &only.matmul,
+        (true, true) => &[256, 512, 1024, 2048],
+        (true, false) => &[256, 512, 1024, 2048, 4096],
+    };
     for &n in sides {
         // Both tilings side by side, and the one a launch of this size takes.
         let rate = |t| block_on(gpu_bench::matmul_gflops(&ctx, n, Some(t))).map_err(gpu_error);
@@ -131,16 +163,9 @@ fn gpu(as_json: bool, iters: usize) -> Result<(), Error> {
             json!({"n": n, "gflops": gflops, "square64": square, "wide128": wide, "tiling": format!("{chosen:?}")}),
         );
     }
-    // On a software adapter (a correctness check, not a speed figure) the two small sizes only: a
-    // medium step takes seconds there. On hardware, a larger size too.
-    let large = Size { name: "large", d_model: 256, layers: 4, heads: 8, context: 256, batch: 32 };
-    let sizes: Vec<&Size> = match ctx.is_software() {
-        true => SIZES[..2].iter().collect(),
-        false => SIZES.iter().chain([&large]).collect(),
-    };
     let mut steps = Vec::new();
-    for s in sizes {
-        for optimizer in ["adam", "cgfac"] {
+    for s in &sizes {
+        for &optimizer in &optimizers {
             let cfg = TrainConfig {
                 model: ModelConfig::sized(s.d_model, s.layers, s.heads, s.context),
                 data: DataSpec::Grammar,

@@ -73,15 +73,20 @@ enum Command {
         /// cpu: step times per optimizer, matmul and probe cost; gpu: the WGSL backend against the CPU.
         #[arg(long, value_enum, default_value = "cpu")]
         backend: BackendChoice,
-        /// CPU: only these sizes' step rows (tiny, small, medium), without the matmul and probe rows.
+        /// Only these sizes' step rows (tiny, small, medium; on the GPU also large), on the CPU
+        /// without the matmul and probe rows.
         #[arg(long, value_delimiter = ',')]
         sizes: Vec<String>,
-        /// CPU: only these optimizers' step rows, without the matmul and probe rows.
+        /// Only these optimizers' step rows (GPU default: adam, cgfac), on the CPU without the
+        /// matmul and probe rows.
         #[arg(long, value_delimiter = ',')]
         optimizers: Vec<String>,
+        /// GPU: the matmul's sides (default 256-2048, and 4096 on hardware).
+        #[arg(long, value_delimiter = ',')]
+        matmul: Vec<usize>,
         /// CPU: time what `spherewalk.bench(SPEC)` times in the page (JSON, every field optional:
         /// d_model, layers, heads, context, batch, steps, optimizer), natively on every core.
-        #[arg(long, value_name = "SPEC", conflicts_with_all = ["sizes", "optimizers", "iters"])]
+        #[arg(long, value_name = "SPEC", conflicts_with_all = ["sizes", "optimizers", "iters", "matmul"])]
         spec: Option<String>,
     },
 }
@@ -311,8 +316,8 @@ fn main() -> ExitCode {
         Command::Gradcheck { json } => gradcheck(json),
         Command::Eval { checkpoint, data, grads, json } => eval(checkpoint, data, grads, json),
         Command::Bench { json, backend, spec: Some(spec), .. } => bench::page_spec(json, backend, &spec),
-        Command::Bench { json, iters, backend, sizes, optimizers, spec: None } => {
-            bench::run(json, iters, backend, bench::Only { sizes, optimizers })
+        Command::Bench { json, iters, backend, sizes, optimizers, matmul, spec: None } => {
+            bench::run(json, iters, backend, bench::Only { sizes, optimizers, matmul })
         }
         Command::Race(a) => race::run(a),
         Command::Brownian(a) => science::run_brownian(a),
