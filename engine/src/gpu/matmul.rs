@@ -137,7 +137,11 @@ pub struct Matmul {
 impl Matmul {
     pub fn new(ctx: &GpuContext) -> Self {
         let access = [Access::Read, Access::Read, Access::ReadWrite];
-        let kernel = |name, src| Kernel::new(ctx, name, src, &access, &["main"]);
+        // Both kernels after the uniform and tile addressing they share.
+        let kernel = |name, src| {
+            let source = [include_str!("kernels/matmul_tile.wgsl"), src].concat();
+            Kernel::new(ctx, name, &source, &access, &["main"])
+        };
         Matmul {
             square: kernel("matmul", include_str!("kernels/matmul.wgsl")),
             wide: kernel("matmul wide", include_str!("kernels/matmul_wide.wgsl")),
@@ -194,11 +198,15 @@ impl Matmul {
         };
         assert!(square, "matmul {d:?}: a triangle of a matrix that is not square");
         params.extend([f(alpha), f(beta), batches as u32, d.zeros as u32]);
-        if tiling == Tiling::Wide128 {
-            let (a_k, b_k) = (a.1.fours(d.m, d.k), b.1.fours(d.k, d.n).map(|cols| !cols));
-            let (Some(a_k), Some(b_k)) = (a_k, b_k) else { panic!("wide matmul {d:?} on operands not in fours") };
-            params.extend([a_k as u32, b_k as u32]);
-        }
+        // Whether A's and B's vec4s run along k: the wide kernel's loads (the square one ignores them).
+        let (a_k, b_k) = match tiling {
+            Tiling::Square64 => (false, false),
+            Tiling::Wide128 => match (a.1.fours(d.m, d.k), b.1.fours(d.k, d.n)) {
+                (Some(a_cols), Some(b_cols)) => (a_cols, !b_cols),
+                _ => panic!("wide matmul {d:?} on operands not in fours"),
+            },
+        };
+        params.extend([a_k as u32, b_k as u32]);
         // Batches past one dimension's limit continue in y, one line of row tiles per 65535.
         let tile = tiling.tile();
         let (cols, rows, z) = (d.n.div_ceil(tile), d.m.div_ceil(tile), batches.min(MAX_GROUPS));

@@ -1,28 +1,15 @@
-// matmul.wgsl's product for large grids: a 16 x 16 workgroup computes a 128 x 128 tile of C, each
-// invocation an 8 x 8 block of adjacent rows and columns, from 128 x 8 panels of A and B loaded one
-// vec4 per invocation. Addressing, batches and the beta rule are matmul.wgsl's; each output is the
-// same fma chain over k in order, so both kernels give the same values.
+// matmul.wgsl's product for large grids, after matmul_tile.wgsl as it: a 16 x 16 workgroup computes
+// a 128 x 128 tile of C, each invocation an 8 x 8 block of adjacent rows and columns, from 128 x 8
+// panels of A and B loaded one vec4 per invocation. Each output is the same fma chain over k in
+// order as matmul.wgsl's, so both kernels give the same values.
 //
 // A and B are read as vec4s, so each operand runs in fours along one dimension: a_k = 1 when A's
 // fours run along k (a_cs = 1), 0 when they run along m (a_rs = 1); b_k = 1 when B's run along k
 // (b_rs = 1), 0 along n (b_cs = 1). Matmul::op checks that offsets, strides and that dimension are
 // multiples of 4, so a four is wholly inside the matrix or wholly outside it.
 
-struct Params {
-    m: u32, n: u32, k: u32, inner: u32,
-    a_off: u32, a_rs: u32, a_cs: u32, a_bo: u32, a_bi: u32,
-    b_off: u32, b_rs: u32, b_cs: u32, b_bo: u32, b_bi: u32,
-    c_off: u32, c_rs: u32, c_cs: u32, c_bo: u32, c_bi: u32,
-    alpha: f32, beta: f32,
-    batches: u32,
-    zeros: u32,
-    a_k: u32, b_k: u32,
-}
-
 @group(0) @binding(0) var<storage, read> a: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read> b: array<vec4<f32>>;
-@group(0) @binding(2) var<storage, read_write> c: array<f32>;
-@group(0) @binding(3) var<uniform> p: Params;
 
 const TILE: u32 = 128u;
 const BK: u32 = 8u;
@@ -35,31 +22,16 @@ var<workgroup> bs: array<vec4<f32>, 256>;
 @compute @workgroup_size(16, 16, 1)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_id) lid: vec3<u32>, @builtin(local_invocation_index) li: u32) {
-    let row_tiles = (p.m + TILE - 1u) / TILE;
-    let z = (wg.y / row_tiles) * nwg.z + wg.z;
-    if (z >= p.batches) {
+    let t = tile_of(wg, nwg, TILE);
+    if (!t.live) {
         return;
     }
-    let zo = z / p.inner;
-    let zi = z % p.inner;
-    let a0 = p.a_off + zo * p.a_bo + zi * p.a_bi;
-    let b0 = p.b_off + zo * p.b_bo + zi * p.b_bi;
-    let c0 = p.c_off + zo * p.c_bo + zi * p.c_bi;
-    let row0 = (wg.y % row_tiles) * TILE;
-    let col0 = wg.x * TILE;
-
+    let a0 = t.a0;
+    let b0 = t.b0;
+    let row0 = t.row0;
+    let col0 = t.col0;
     var acc: array<vec4<f32>, 16>; // row r, columns 4h..4h+3 at acc[r * 2 + h]
-    // Causal attention's triangles (Zeros in matmul.rs); row0 and the tile are multiples of BK.
-    var k_begin = 0u;
-    var k_end = p.k;
-    if (p.zeros == 1u && col0 > row0) {
-        k_end = 0u; // a tile wholly above C's diagonal
-    } else if (p.zeros == 2u) {
-        k_end = min(p.k, row0 + TILE);
-    } else if (p.zeros == 3u) {
-        k_begin = row0;
-    }
-    for (var k0 = k_begin; k0 < k_end; k0 += BK) {
+    for (var k0 = t.k_begin; k0 < t.k_end; k0 += BK) {
         // A panel: 128 rows x 8 k, one vec4 per invocation.
         if (p.a_k == 1u) {
             let i = li / 2u;
@@ -117,14 +89,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
         let i = row0 + lid.y * 8u + r;
         for (var s = 0u; s < 8u; s++) {
             let j = col0 + lid.x * 8u + s;
-            if (i < p.m && j < p.n) {
-                let at = c0 + i * p.c_rs + j * p.c_cs;
-                var v = p.alpha * acc[r * 2u + s / 4u][s % 4u];
-                if (p.beta != 0.0) {
-                    v += p.beta * c[at];
-                }
-                c[at] = v;
-            }
+            store(t.c0, i, j, acc[r * 2u + s / 4u][s % 4u]);
         }
     }
 }
