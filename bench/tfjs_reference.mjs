@@ -8,8 +8,9 @@
 // whose vocabulary is smaller: its FLOPs are counted by the engine). The page is not cross-origin
 // isolated, so TF.js picks its single-threaded SIMD build; ours runs in one worker, and in two (a
 // second worker computes half of each step's shards, as the page does on a machine with two cores).
-// Beside them, the same `spherewalk.bench` spec natively (`lab bench --spec`, every core): how far
-// the browser's step is from the native one. The size `page` is the page's default experiment.
+// Beside them, the same `spherewalk.bench` spec natively (`lab bench --spec`, on one thread and on
+// every core): how far the browser's step is from the native one, core for core and at best. The
+// size `page` is the page's default experiment.
 //
 // Usage (the page built and served, as for the browser tests):
 //   npm install --prefix bench          # TF.js, once (not part of CI)
@@ -135,7 +136,7 @@ try {
   console.log(`Chromium ${browser.version()}, ${STEPS} timed steps per size (median), Adam, CPU`);
   console.log(`${'size'.padEnd(8)}${'TF.js wasm ms'.padStart(15)}${'ours 1 worker'.padStart(15)}${'ours 2 workers'.padStart(16)}`
     + `${'ours GFLOP/s'.padStart(14)}${'TF.js / ours 1w'.padStart(17)}${'TF.js / ours best'.padStart(19)}`
-    + `${'native ms'.padStart(11)}${'ours best / native'.padStart(20)}`);
+    + `${'native 1t ms'.padStart(14)}${'ours 1w / native 1t'.padStart(21)}${'native ms'.padStart(11)}${'ours best / native'.padStart(20)}`);
   for (const name of NAMES) {
     const s = SIZES[name];
     if (!s) throw new Error(`unknown size ${name} (page, tiny, small, medium)`);
@@ -145,12 +146,15 @@ try {
     const spec = { d_model: s.d, layers: s.layers, heads: s.heads, context: s.t, batch: s.b, steps: STEPS };
     const one = await ours.evaluate((x) => window.spherewalk.bench(x), { ...spec, workers: 1 });
     const best = await ours.evaluate((x) => window.spherewalk.bench(x), { ...spec, workers: 0 });
-    const native = JSON.parse(execFileSync(LAB, ['bench', '--json', '--spec', JSON.stringify(spec)], { encoding: 'utf8' }));
+    const lab = (args) => JSON.parse(execFileSync(LAB, [...args, 'bench', '--json', '--spec', JSON.stringify(spec)], { encoding: 'utf8' }));
+    const native1 = lab(['--threads', '1']);
+    const native = lab([]);
     const oursBest = Math.min(one.ms_per_step, best.ms_per_step);
     console.log(`${name.padEnd(8)}${theirs.ms_per_step.toFixed(1).padStart(15)}${one.ms_per_step.toFixed(1).padStart(15)}`
       + `${(best.workers === 2 ? best.ms_per_step.toFixed(1) : '-').padStart(16)}${best.gflops.toFixed(1).padStart(14)}`
       + `${(theirs.ms_per_step / one.ms_per_step).toFixed(2).padStart(17)}`
       + `${(theirs.ms_per_step / oursBest).toFixed(2).padStart(19)}`
+      + `${native1.ms_per_step.toFixed(2).padStart(14)}${(one.ms_per_step / native1.ms_per_step).toFixed(2).padStart(21)}`
       + `${native.ms_per_step.toFixed(2).padStart(11)}${(oursBest / native.ms_per_step).toFixed(2).padStart(20)}`
       + (theirs.threads ? '  (TF.js multithreaded)' : ''));
   }

@@ -581,15 +581,6 @@ test('lose nothing, model files, non-finite loss, Brownian panel, PNG and theme'
   const ttiMs = await page.evaluate(() => performance.now());
   notes.push(`time to interactive (navigation start to Start enabled, localhost): ${ttiMs.toFixed(0)} ms`);
   assert.equal(await page.$('#saved-run'), null, 'a fresh browser has no saved run');
-  // The engine alone in wasm: ms per optimizer step of the default browser experiment (training
-  // only), to hold against the native engine on the same config.
-  const benchMs = await page.evaluate(() => window.wasmBindings.bench_default_steps(200));
-  assert.ok(Number.isFinite(benchMs) && benchMs > 0);
-  notes.push(
-    `browser ms/step, default browser experiment (TrainConfig::browser_default: d_model 32, 2 layers, 4 heads, ` +
-      `context 32, batch 8, adam), engine only, 200 steps after 10 warm-up: ${benchMs.toFixed(2)} ms`,
-  );
-
   // Lose nothing: three steps are saved to IndexedDB; after a reload the run resumes exactly.
   for (let i = 1; i <= 3; i++) {
     await page.click('#step-once');
@@ -1065,6 +1056,13 @@ test('spherewalk.bench times the engine alone in a worker, with the step\'s FLOP
   const one = await page.evaluate((s) => spherewalk.bench({ ...s, workers: 1 }), spec);
   assert.equal(one.workers, 1);
   t.diagnostic(`spherewalk.bench, small size (d64 L2 H4 T64 B16, Adam, CPU path): ${r.ms_per_step.toFixed(1)} ms/step in ${r.workers} workers, ${one.ms_per_step.toFixed(1)} in one; ${r.gflops.toFixed(1)} GFLOP/s; wasm GEMM 256^3 ${r.gemm_gflops.toFixed(1)} GFLOP/s`);
+  // The page's default experiment (d32 L2 H4 T32 B8), engine only, as README holds it against the
+  // native engine (bench/tfjs_reference.mjs with a release `lab`): one worker, and as the page would.
+  const pageSpec = { d_model: 32, layers: 2, heads: 4, context: 32, batch: 8, steps: 200 };
+  const pageOne = await page.evaluate((s) => spherewalk.bench({ ...s, workers: 1 }), pageSpec);
+  const pageBest = await page.evaluate((s) => spherewalk.bench(s), pageSpec);
+  assert.equal(pageOne.steps, 200);
+  t.diagnostic(`spherewalk.bench, the page's default experiment (d32 L2 H4 T32 B8, Adam, CPU path): ${pageOne.ms_per_step.toFixed(2)} ms/step in one worker, ${pageBest.ms_per_step.toFixed(2)} in ${pageBest.workers}`);
   const two = await page.evaluate(() => spherewalk.bench({ workers: 3 }).then(() => 'resolved', (e) => e.message));
   assert.match(two, /bench workers must be 1 or 2/);
   const bad = await page.evaluate(() => spherewalk.bench({ heads: 5 }).then(() => 'resolved', (e) => e.message));

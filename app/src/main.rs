@@ -24,8 +24,8 @@
 //! `#sphere-play`, `#time`, `#attention` (`data-grid`, `data-hover-p`), `#attention-hover`,
 //! `#entropy-chart`, `#diagnostics`, `#brownian-d`, `#brownian-r2`, `#brownian-ks` (`data-value`),
 //! `#brownian-note`, `#brownian-chart`, `#png-<canvas id>` (PNG download of each figure), and the
-//! panels `#panel-*`, `#crashed` and `#restart-worker`. `window.wasmBindings.bench_default_steps(n)`
-//! times the engine alone; `window.spherewalk` is the scripting API (`script_api`).
+//! panels `#panel-*`, `#crashed` and `#restart-worker`. `window.spherewalk` is the scripting API
+//! (`script_api`; its `bench` times the engine alone in a worker).
 
 mod charts;
 mod export;
@@ -555,25 +555,6 @@ fn toggle_fullscreen() {
     } else if let Some(root) = doc.document_element() {
         let _ = root.request_fullscreen();
     }
-}
-
-/// For the browser test and the "within 2x of native" comparison: milliseconds per optimizer step
-/// of the default browser experiment (`TrainConfig::browser_default()`), training only (no
-/// evaluation, probe or drawing), over `steps` steps after 10 warm-up steps. Blocks the page while
-/// it runs; JavaScript reaches it as `window.wasmBindings.bench_default_steps(n)`.
-#[wasm_bindgen]
-pub fn bench_default_steps(steps: u32) -> Result<f64, JsValue> {
-    let err = |e: engine::Error| JsValue::from_str(&e.to_string());
-    let mut trainer = engine::Trainer::new(engine::TrainConfig::browser_default()).map_err(err)?;
-    let steps = steps.clamp(1, 300);
-    for _ in 0..10 {
-        trainer.step().map_err(err)?;
-    }
-    let started = spherewalk::js::now_ms();
-    for _ in 0..steps {
-        trainer.step().map_err(err)?;
-    }
-    Ok((spherewalk::js::now_ms() - started) / steps as f64)
 }
 
 fn main() {
