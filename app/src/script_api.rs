@@ -9,9 +9,10 @@
 //!   It rejects with the message on a bad config or a non-finite loss. `onEvent` receives every
 //!   event as a plain object (`event`: "progress", "panels" with `sphere` and `attention` as
 //!   Float32Arrays, "phase", "backend", "notice", ...).
-//! - `bench({d_model, layers, heads, context, batch, steps, optimizer})`: the engine alone on the
-//!   CPU path in a worker of its own (each field optional; default the small size d64 L2 H4 T64 B16,
-//!   20 Adam steps); resolves to `{ms_per_step, gflops, gemm_gflops, steps, params}`.
+//! - `bench({d_model, layers, heads, context, batch, steps, optimizer, workers})`: the engine alone
+//!   on the CPU path in a worker of its own (each field optional; default the small size d64 L2 H4
+//!   T64 B16, 20 Adam steps after a warm-up of at least a second); resolves to `{ms_per_step,
+//!   gflops, gemm_gflops, steps, warmup_steps, params, workers}`.
 //! - `experiment()`: the page's experiment as JSON text (for `lab train --config`).
 //! - `version`: the engine's version.
 //! - `testing.slowWorker(factor)`, `testing.trapWorker()` and `testing.trapSecondWorker()`: the
@@ -119,8 +120,9 @@ fn train(config: JsValue, on_event: JsValue) -> Promise {
     })
 }
 
-/// Times the CPU path in a new worker: `{d_model, layers, heads, context, batch, steps, optimizer}`,
-/// each optional; resolves to `{ms_per_step, gflops, gemm_gflops, steps, params}`.
+/// Times the CPU path in a new worker: `{d_model, layers, heads, context, batch, steps, optimizer,
+/// workers}`, each optional; resolves to `{ms_per_step, gflops, gemm_gflops, steps, warmup_steps,
+/// params, workers}`.
 fn bench(spec: JsValue) -> Promise {
     let spec = if spec.is_undefined() || spec.is_null() {
         Ok(BenchSpec::default())
