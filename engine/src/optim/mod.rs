@@ -64,20 +64,7 @@ impl Optimizer {
             Optimizer::Adam(o) => o.step(&mut model.params, &grads.data, &model.layout, lr),
             Optimizer::Muon(o) => o.step(model, grads, lr, factor),
             Optimizer::Soap(o) => return o.step(model, grads, lr),
-            Optimizer::SecondOrder(o) => {
-                // The factors, inverses and CG solutions change before the step can fail (a failed
-                // inverse, a non-finite KL-clip): put them back so an error changes nothing.
-                let (saved, diag) = (o.state(), o.diag.clone());
-                let result = o.step(model, grads, cache, lr, factor);
-                if result.is_err() {
-                    let mut tensors: HashMap<String, Vec<f32>> = saved.into_iter().collect();
-                    o.load_state(&mut |name: &str, _len: usize| {
-                        tensors.remove(name).ok_or_else(|| Error::Checkpoint(format!("{name} was not saved")))
-                    })?;
-                    o.diag = diag;
-                }
-                return result;
-            }
+            Optimizer::SecondOrder(o) => return o.step(model, grads, cache, lr, factor),
         }
         Ok(())
     }

@@ -13,48 +13,66 @@ use crate::nn::matmul::{gemm, MatMut, MatRef};
 /// matrix into about [0.7, 1.2] in five steps, fast rather than exactly to 1.
 const NS: (f32, f32, f32) = (3.4445, -4.7750, 2.0315);
 
-/// `out` (rows, cols) ≈ U V^T of `g` (rows, cols), by `steps` Newton-Schulz iterations
-/// `X <- a X + b (X X^T) X + c (X X^T)^2 X` on `X = g / |g|_F`, on the transpose when rows > cols
-/// so the Gram matrix is the smaller one. Returns false (and leaves `out` zero) for a zero `g`.
-pub fn orthogonalize(out: &mut [f32], g: &[f32], rows: usize, cols: usize, steps: usize) -> bool {
-    let norm = g.iter().map(|&x| x as f64 * x as f64).sum::<f64>().sqrt() as f32;
-    out.fill(0.0);
-    if !(norm > 0.0 && norm.is_finite()) {
-        return false;
-    }
-    // Work on X (r, c) with r <= c; `wide` says whether that is g or its transpose.
-    let wide = rows <= cols;
-    let (r, c) = if wide { (rows, cols) } else { (cols, rows) };
-    let mut x = vec![0.0f32; r * c];
-    for i in 0..rows {
-        for j in 0..cols {
-            let v = g[i * cols + j] / norm;
-            if wide {
-                x[i * c + j] = v;
-            } else {
-                x[j * c + i] = v;
+/// The Newton-Schulz iterations' matrices, kept between calls: a step allocates nothing once they
+/// have grown to the largest layer.
+#[derive(Default)]
+pub struct NewtonSchulz {
+    x: Vec<f32>,
+    gram: Vec<f32>,
+    poly: Vec<f32>,
+    next: Vec<f32>,
+}
+
+impl NewtonSchulz {
+    /// `out` (rows, cols) ≈ U V^T of `g` (rows, cols), by `steps` iterations
+    /// `X <- a X + b (X X^T) X + c (X X^T)^2 X` on `X = g / |g|_F`, on the transpose when rows > cols
+    /// so the Gram matrix is the smaller one. Returns false (and leaves `out` zero) for a zero `g`.
+    pub fn orthogonalize(&mut self, out: &mut [f32], g: &[f32], rows: usize, cols: usize, steps: usize) -> bool {
+        let norm = g.iter().map(|&x| x as f64 * x as f64).sum::<f64>().sqrt() as f32;
+        out.fill(0.0);
+        if !(norm > 0.0 && norm.is_finite()) {
+            return false;
+        }
+        // Work on X (r, c) with r <= c; `wide` says whether that is g or its transpose.
+        let wide = rows <= cols;
+        let (r, c) = if wide { (rows, cols) } else { (cols, rows) };
+        for (v, n) in [(&mut self.x, r * c), (&mut self.gram, r * r), (&mut self.poly, r * r), (&mut self.next, r * c)]
+        {
+            if v.len() < n {
+                v.resize(n, 0.0);
             }
         }
-    }
-    let (a, b, cc) = NS;
-    let (mut gram, mut poly, mut next) = (vec![0.0f32; r * r], vec![0.0f32; r * r], vec![0.0f32; r * c]);
-    for _ in 0..steps {
-        let xm = MatRef::new(&x, r, c);
-        gemm(1.0, xm, xm.t(), 0.0, MatMut::new(&mut gram, r, r));
-        // poly = b A + c A A
-        let am = MatRef::new(&gram, r, r);
-        poly.copy_from_slice(&gram);
-        gemm(cc, am, am, b, MatMut::new(&mut poly, r, r));
-        next.copy_from_slice(&x);
-        gemm(1.0, MatRef::new(&poly, r, r), xm, a, MatMut::new(&mut next, r, c));
-        std::mem::swap(&mut x, &mut next);
-    }
-    for i in 0..rows {
-        for j in 0..cols {
-            out[i * cols + j] = if wide { x[i * c + j] } else { x[j * c + i] };
+        let (mut x, mut next) = (&mut self.x[..r * c], &mut self.next[..r * c]);
+        let (gram, poly) = (&mut self.gram[..r * r], &mut self.poly[..r * r]);
+        for i in 0..rows {
+            for j in 0..cols {
+                let v = g[i * cols + j] / norm;
+                if wide {
+                    x[i * c + j] = v;
+                } else {
+                    x[j * c + i] = v;
+                }
+            }
         }
+        let (a, b, cc) = NS;
+        for _ in 0..steps {
+            let xm = MatRef::new(x, r, c);
+            gemm(1.0, xm, xm.t(), 0.0, MatMut::new(gram, r, r));
+            // poly = b A + c A A
+            let am = MatRef::new(gram, r, r);
+            poly.copy_from_slice(gram);
+            gemm(cc, am, am, b, MatMut::new(poly, r, r));
+            next.copy_from_slice(x);
+            gemm(1.0, MatRef::new(poly, r, r), MatRef::new(x, r, c), a, MatMut::new(next, r, c));
+            std::mem::swap(&mut x, &mut next);
+        }
+        for i in 0..rows {
+            for j in 0..cols {
+                out[i * cols + j] = if wide { x[i * c + j] } else { x[j * c + i] };
+            }
+        }
+        true
     }
-    true
 }
 
 pub struct Muon {
@@ -67,6 +85,7 @@ pub struct Muon {
     adam: Adam,
     update: Vec<f32>,
     buf: Vec<f32>,
+    newton_schulz: NewtonSchulz,
 }
 
 impl Muon {
@@ -84,6 +103,7 @@ impl Muon {
             others,
             update: vec![0.0; largest],
             buf: vec![0.0; largest],
+            newton_schulz: NewtonSchulz::default(),
         }
     }
 
@@ -102,7 +122,7 @@ impl Muon {
                 dir.copy_from_slice(m);
             }
             let x = &mut self.update[..rows * cols];
-            orthogonalize(x, dir, rows, cols, self.cfg.ns_steps);
+            self.newton_schulz.orthogonalize(x, dir, rows, cols, self.cfg.ns_steps);
             let scale = lr * (rows as f32 / cols as f32).max(1.0).sqrt();
             let w = model.layout.of_mut(&mut model.params, s.w);
             w.iter_mut().zip(x.iter()).for_each(|(p, &u)| *p -= scale * u + lr * wd * *p);
@@ -164,7 +184,7 @@ mod tests {
                 })
                 .collect();
             let mut x = vec![0.0; rows * cols];
-            assert!(orthogonalize(&mut x, &g, rows, cols, 5));
+            assert!(NewtonSchulz::default().orthogonalize(&mut x, &g, rows, cols, 5));
             let gm = DMatrix::from_fn(rows, cols, |i, j| g[i * cols + j] as f64);
             let svd = gm.svd(true, true);
             let (u, vt) = (svd.u.unwrap(), svd.v_t.unwrap());
@@ -194,7 +214,7 @@ mod tests {
             assert!(rel < 0.35, "{rows}x{cols}: |X - U V^T| / |U V^T| = {rel}");
         }
         let mut x = vec![1.0; 6];
-        assert!(!orthogonalize(&mut x, &[0.0; 6], 2, 3, 5), "a zero gradient has no direction");
+        assert!(!NewtonSchulz::default().orthogonalize(&mut x, &[0.0; 6], 2, 3, 5), "a zero gradient has no direction");
         assert!(x.iter().all(|&v| v == 0.0));
     }
 }

@@ -85,6 +85,17 @@ struct Layer {
     velocity: Vec<f32>,
 }
 
+/// What a step changes before it can still fail (a failed inverse, a non-finite KL-clip): each
+/// layer's factors, inverses and preconditioned gradient, and the diagnostics. Copied before every
+/// step into buffers kept between steps, so that a failed step changes nothing and a good one
+/// allocates nothing.
+#[derive(Default)]
+struct Rollback {
+    tensors: Vec<Vec<f32>>,
+    layers: Vec<(CgOutcome, bool)>,
+    fallbacks_this_step: usize,
+}
+
 pub struct SecondOrder {
     pub cfg: SecondOrderConfig,
     pub method: Method,
@@ -105,6 +116,7 @@ pub struct SecondOrder {
     sampled: Vec<u32>,
     fisher_grads: Option<Grads<f32>>,
     pub diag: Diagnostics,
+    rollback: Rollback,
 }
 
 impl SecondOrder {
@@ -140,6 +152,7 @@ impl SecondOrder {
             sampled: Vec::new(),
             fisher_grads: None,
             diag,
+            rollback: Rollback::default(),
         }
     }
 
@@ -157,7 +170,49 @@ impl SecondOrder {
         }
     }
 
+    /// One step; an error (a failed inverse, a non-finite update) changes nothing.
     pub fn step(
+        &mut self,
+        model: &mut Model<f32>,
+        grads: &Grads<f32>,
+        cache: &Cache<f32>,
+        lr: f32,
+        factor: f32,
+    ) -> Result<()> {
+        self.save_rollback();
+        let result = self.try_step(model, grads, cache, lr, factor);
+        if result.is_err() {
+            self.restore_rollback();
+        }
+        result
+    }
+
+    fn rollback_tensors(layer: &Layer) -> [&Vec<f32>; 5] {
+        [&layer.a, &layer.g, &layer.a_inv, &layer.g_inv, &layer.x]
+    }
+
+    fn save_rollback(&mut self) {
+        let rb = &mut self.rollback;
+        rb.tensors.resize_with(self.layers.len() * 5, Vec::new);
+        let tensors = self.layers.iter().flat_map(Self::rollback_tensors);
+        rb.tensors.iter_mut().zip(tensors).for_each(|(saved, t)| saved.clone_from(t));
+        rb.layers.clear();
+        rb.layers.extend(self.diag.layers.iter().map(|l| (l.cg, l.fell_back)));
+        rb.fallbacks_this_step = self.diag.fallbacks_this_step;
+    }
+
+    fn restore_rollback(&mut self) {
+        let rb = &self.rollback;
+        let tensors = self.layers.iter_mut().flat_map(|l| [&mut l.a, &mut l.g, &mut l.a_inv, &mut l.g_inv, &mut l.x]);
+        tensors.zip(&rb.tensors).for_each(|(t, saved)| t.clone_from(saved));
+        self.diag.layers.truncate(rb.layers.len());
+        for (l, &(cg, fell_back)) in self.diag.layers.iter_mut().zip(&rb.layers) {
+            (l.cg, l.fell_back) = (cg, fell_back);
+        }
+        self.diag.fallbacks_this_step = rb.fallbacks_this_step;
+    }
+
+    fn try_step(
         &mut self,
         model: &mut Model<f32>,
         grads: &Grads<f32>,
@@ -189,10 +244,16 @@ impl SecondOrder {
             (Some(g), Fisher::Sampled) => g,
             _ => grads,
         };
-        self.diag.layers.clear();
+        // Each layer's entry is written in place: its name is copied on the first step only.
+        if self.diag.layers.len() != self.sites.len() {
+            let entry =
+                |s: &Site| LayerDiagnostics { name: s.name.clone(), cg: CgOutcome::default(), fell_back: false };
+            self.diag.layers = self.sites.iter().map(entry).collect();
+        }
         self.diag.fallbacks_this_step = 0;
         let mut x_dot_grad = 0.0f64;
-        for (site, layer) in self.sites.iter().zip(self.layers.iter_mut()) {
+        let layers = self.sites.iter().zip(self.layers.iter_mut()).zip(self.diag.layers.iter_mut());
+        for ((site, layer), entry) in layers {
             let (din1, dout) = (site.din1(), site.dout);
             let (a1, g1, grad) = (&mut self.a1[..n * din1], &mut self.g1[..n * dout], &mut self.grad[..dout * din1]);
             curvature::fold_bias(a1, site.input(cache), site.din);
@@ -241,7 +302,7 @@ impl SecondOrder {
                 self.diag.fallbacks_this_step += 1;
             }
             x_dot_grad += layer.x.iter().zip(grad.iter()).map(|(&a, &b)| a as f64 * b as f64).sum::<f64>();
-            self.diag.layers.push(LayerDiagnostics { name: site.name.clone(), cg: outcome, fell_back });
+            (entry.cg, entry.fell_back) = (outcome, fell_back);
         }
         // KL-clip: nu = min(1, sqrt(kappa / (lr^2 <X, grad>))).
         let kappa = self.cfg.kl_clip as f64;

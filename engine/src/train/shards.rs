@@ -35,20 +35,17 @@ pub fn default_threads() -> usize {
     }
 }
 
-/// Runs `f(start, run)` on `threads` contiguous runs of `items` at once, as tasks on rayon's pool
-/// (its threads live on between steps: spawning them every step cost more than a tiny step's shards
-/// gained); with one thread, and on wasm32, on the whole slice here.
+/// Runs `f(start, run)` on `threads` contiguous runs of `items` at once, on rayon's pool (its
+/// threads live on between steps: spawning them every step cost more than a tiny step's shards
+/// gained; its parallel iterators, unlike its scoped spawns, allocate nothing); with one thread, and
+/// on wasm32, on the whole slice here.
 #[cfg_attr(target_arch = "wasm32", allow(unused_variables))]
 fn in_runs<T: Send>(threads: usize, items: &mut [T], f: impl Fn(usize, &mut [T]) + Sync) {
     #[cfg(not(target_arch = "wasm32"))]
     if threads > 1 && items.len() > 1 {
+        use rayon::prelude::*;
         let per = items.len().div_ceil(threads);
-        let f = &f;
-        rayon::scope(|s| {
-            for (i, run) in items.chunks_mut(per).enumerate() {
-                s.spawn(move |_| f(i * per, run));
-            }
-        });
+        items.par_chunks_mut(per).enumerate().for_each(|(i, run)| f(i * per, run));
         return;
     }
     f(0, items)
@@ -189,16 +186,14 @@ impl Shards {
             scored += p.count;
         }
         if let (Some(sum), true) = (self.sum.as_mut(), backward) {
-            let parts: Vec<(f32, &[f32])> = (self.parts.iter().filter(|p| p.count > 0))
-                .map(|p| (p.count as f32 / scored as f32, &p.grads.data[..]))
-                .collect();
+            let parts = &self.parts;
             // Element by element, so the threads' ranges do not change a bit; in blocks that stay
             // in the cache while every shard is added (one pass over each gradient).
             in_runs(self.threads, &mut sum.data, |at, out| {
                 for (b, block) in out.chunks_mut(1024).enumerate() {
                     block.fill(0.0);
-                    for &(w, g) in &parts {
-                        let g = &g[at + b * 1024..][..block.len()];
+                    for p in parts.iter().filter(|p| p.count > 0) {
+                        let (w, g) = (p.count as f32 / scored as f32, &p.grads.data[at + b * 1024..][..block.len()]);
                         block.iter_mut().zip(g).for_each(|(s, &g)| *s += w * g);
                     }
                 }
