@@ -1,9 +1,14 @@
 //! Plots drawn with plotters on `<canvas>`: the loss (with earlier runs for comparison), attention
 //! entropy per layer over training, and the second-order optimizers' CG diagnostics.
 
+use std::ops::Range;
+
+use plotters::coord::Shift;
 use plotters::prelude::*;
-use plotters_canvas::CanvasBackend;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 use web_sys::HtmlCanvasElement;
+
+use crate::chart_canvas::{css_font, ChartCanvas};
 
 /// Colours of the light and dark themes.
 pub struct Theme {
@@ -76,8 +81,9 @@ pub fn draw_lines_against(
     dark: bool,
 ) -> Result<(), String> {
     let theme = Theme::new(dark);
-    let backend =
-        CanvasBackend::with_canvas_object(canvas).ok_or_else(|| "the canvas has no 2D context".to_string())?;
+    let backend = ChartCanvas::new(canvas).ok_or_else(|| "the canvas has no 2D context".to_string())?;
+    let legend_font = ("sans-serif", 13).into_font().color(&theme.fg);
+    let label_widths: Vec<u32> = lines.iter().map(|l| backend.text_size(&l.label, &css_font(&legend_font)).0).collect();
     let root = backend.into_drawing_area();
     root.fill(&theme.bg).map_err(|e| e.to_string())?;
     let (lo, hi) = range(lines, true);
@@ -106,30 +112,54 @@ pub fn draw_lines_against(
         let width = line.width;
         let pts = line.points.iter().copied().filter(|p| p.1.is_finite());
         if line.dots {
-            chart
-                .draw_series(pts.map(|p| Circle::new(p, 4, color.filled())))
-                .map_err(|e| e.to_string())?
-                .label(line.label.clone())
-                .legend(move |(x, y)| Circle::new((x + 9, y), 4, color.filled()));
+            chart.draw_series(pts.map(|p| Circle::new(p, 4, color.filled()))).map_err(|e| e.to_string())?;
         } else {
-            chart
-                .draw_series(LineSeries::new(pts, color.stroke_width(width)))
-                .map_err(|e| e.to_string())?
-                .label(line.label.clone())
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(width.max(2))));
+            chart.draw_series(LineSeries::new(pts, color.stroke_width(width))).map_err(|e| e.to_string())?;
         }
     }
     if !lines.is_empty() {
-        chart
-            .configure_series_labels()
-            .position(legend_corner(lines, x_max.max(1.0), lo, hi))
-            .background_style(theme.bg.mix(0.85))
-            .border_style(theme.grid)
-            .label_font(("sans-serif", 13).into_font().color(&theme.fg))
-            .draw()
-            .map_err(|e| e.to_string())?;
+        let corner = legend_corner(lines, x_max.max(1.0), lo, hi);
+        let plot = chart.plotting_area().get_pixel_range();
+        draw_legend(&root, plot, corner, lines, &label_widths, &theme, &legend_font).map_err(|e| e.to_string())?;
     }
     root.present().map_err(|e| e.to_string())?;
+    Ok(())
+}
+
+/// The legend in `corner` of the plot (pixel ranges): a swatch and the label of each line. Drawn
+/// here because plotters' own legend measures its labels through the page's layout (see
+/// `chart_canvas`); `widths` are the labels' widths measured on the canvas.
+fn draw_legend(
+    root: &DrawingArea<ChartCanvas, Shift>,
+    (xs, ys): (Range<i32>, Range<i32>),
+    corner: SeriesLabelPosition,
+    lines: &[Line],
+    widths: &[u32],
+    theme: &Theme,
+    font: &TextStyle,
+) -> Result<(), DrawingAreaErrorKind<<ChartCanvas as DrawingBackend>::ErrorType>> {
+    const ROW: i32 = 18;
+    const SWATCH: i32 = 18;
+    const PAD: i32 = 7;
+    const INSET: i32 = 10;
+    let w = widths.iter().max().copied().unwrap_or(0) as i32 + SWATCH + 3 * PAD;
+    let h = lines.len() as i32 * ROW + 2 * PAD - 4;
+    let right = matches!(corner, SeriesLabelPosition::UpperRight | SeriesLabelPosition::LowerRight);
+    let upper = matches!(corner, SeriesLabelPosition::UpperRight | SeriesLabelPosition::UpperLeft);
+    let x0 = if right { xs.end - INSET - w } else { xs.start + INSET };
+    let y0 = if upper { ys.start + INSET } else { ys.end - INSET - h };
+    root.draw(&Rectangle::new([(x0, y0), (x0 + w, y0 + h)], theme.bg.mix(0.85).filled()))?;
+    root.draw(&Rectangle::new([(x0, y0), (x0 + w, y0 + h)], theme.grid.stroke_width(1)))?;
+    let label_style = font.pos(Pos::new(HPos::Left, VPos::Center));
+    for (i, line) in lines.iter().enumerate() {
+        let (x, y) = (x0 + PAD, y0 + PAD - 2 + i as i32 * ROW + ROW / 2);
+        if line.dots {
+            root.draw(&Circle::new((x + SWATCH / 2, y), 4, line.color.filled()))?;
+        } else {
+            root.draw(&PathElement::new(vec![(x, y), (x + SWATCH, y)], line.color.stroke_width(line.width.max(2))))?;
+        }
+        root.draw(&Text::new(line.label.as_str(), (x + SWATCH + PAD, y), label_style.clone()))?;
+    }
     Ok(())
 }
 
