@@ -10,6 +10,7 @@
 //! - `model`: the Pre-LN transformer: `architecture` (its layer sequence and linear layers, written
 //!   once for the CPU, the GPU and the curvature sites), `params` (one flat buffer with named views),
 //!   `cache` (what a forward pass keeps), and the forward and backward passes.
+//! - `model::kv_cache`: the incremental forward that writes one token at a time.
 //! - `optim`: SGD with momentum, AdamW, Muon, SOAP, clipping, schedules, and K-FAC / CG-FAC
 //!   (`second_order`).
 //! - `train`: one training step at a time, the batch in data-parallel `shards` whose result does not
@@ -20,6 +21,8 @@
 //!   choice and failover, non-finite pause-and-keep, the panels and the summary: what the page's
 //!   worker, `lab train` and `window.spherewalk` all drive.
 //! - `gpu` (feature `gpu`): the same step in WGSL kernels through wgpu, checked against the CPU.
+//! - `sample`: what the model writes: temperature, top-k and top-p from a seeded stream, through
+//!   the key/value cache, and its next-token predictions for a text.
 //! - `science`: tokens on the sphere, attention as a Markov chain, Brownian, particle and JoMA
 //!   references.
 //! - `gradcheck` and `bench`: how we know it is right and how fast it is.
@@ -36,6 +39,7 @@ pub mod model;
 pub mod nn;
 pub mod optim;
 pub mod rng;
+pub mod sample;
 pub mod scalar;
 pub mod science;
 pub mod session;

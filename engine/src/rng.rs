@@ -21,6 +21,8 @@ pub enum Stream {
     Particles = 9,
     /// K-FAC's sampled Fisher: labels drawn from the model, one draw per second-order step.
     Fisher = 10,
+    /// What the model writes (`sample`): one stream per sample's seed.
+    Sample = 11,
 }
 
 pub fn rng(seed: u64, stream: Stream, index: u64) -> Rng {

@@ -290,3 +290,78 @@ fn bench_filters_its_rows_and_times_a_page_spec() {
     let (ok, _, stderr) = lab(&["bench", "--sizes", "huge"]);
     assert!(!ok && stderr.contains("no bench size `huge`"), "{stderr}");
 }
+
+#[test]
+fn sample_writes_json_with_probabilities_and_candidates() {
+    let dir = std::env::temp_dir().join(format!("spherewalk-sample-{}", std::process::id()));
+    let ckpt = dir.join("ckpt");
+    let mut args = vec!["train", "--steps", "30", "--save", ckpt.to_str().unwrap()];
+    args.extend(TINY);
+    let (ok, _, stderr) = lab(&args);
+    assert!(ok, "{stderr}");
+    let c = ckpt.to_str().unwrap();
+    let call =
+        ["sample", "--checkpoint", c, "--prompt", "the ", "--tokens", "20", "--samples", "2", "--seed", "5", "--json"];
+    let (ok, stdout, stderr) = lab(&call);
+    assert!(ok, "{stderr}");
+    let lines: Vec<serde_json::Value> = stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.len(), 2, "{stdout}");
+    for (i, s) in lines.iter().enumerate() {
+        assert_eq!(s["seed"], 5 + i as u64);
+        let steps = s["steps"].as_array().unwrap();
+        assert_eq!((steps.len(), s["tokens"].as_array().unwrap().len()), (20, 20));
+        let text: String = steps.iter().map(|t| t["text"].as_str().unwrap()).collect();
+        assert_eq!(s["text"].as_str().unwrap(), text);
+        for t in steps {
+            let p = t["p"].as_f64().unwrap();
+            assert!(p > 0.0 && p <= 1.0, "{t}");
+            let top: Vec<(String, f64)> = serde_json::from_value(t["top"].clone()).unwrap();
+            assert!(!top.is_empty() && top.len() <= 5);
+            assert!(top.windows(2).all(|w| w[0].1 >= w[1].1), "best first: {t}");
+            assert!(top.iter().map(|x| x.1).sum::<f64>() <= 1.0 + 1e-9);
+            if let Some(x) = top.iter().find(|x| x.0 == t["text"].as_str().unwrap()) {
+                assert_eq!(x.1, p, "the drawn token's p is its candidate's");
+            }
+        }
+    }
+    assert_ne!(lines[0]["text"], lines[1]["text"], "seeds 5 and 6 write differently");
+    let (_, again, _) = lab(&call);
+    assert_eq!(again, stdout, "the same seed writes the same");
+    let (ok, plain, _) = lab(&["sample", "--checkpoint", c, "--prompt", "the ", "--tokens", "20", "--seed", "5"]);
+    assert!(ok && plain.contains(&format!("the \u{2502}{}", lines[0]["text"].as_str().unwrap())), "{plain}");
+    for (flags, want) in [
+        (vec!["--temperature", "-1"], "temperature"),
+        (vec!["--temperature", "NaN"], "temperature"),
+        (vec!["--top-p", "0"], "top_p"),
+        (vec!["--top-p", "1.5"], "top_p"),
+        (vec!["--tokens", "0"], "tokens must be from 1"),
+        (vec!["--tokens", "10001"], "tokens must be from 1"),
+        (vec!["--prompt", "th\u{e9}"], "\"\u{e9}\""),
+    ] {
+        let mut a = vec!["sample", "--checkpoint", c];
+        a.extend(&flags);
+        let (ok, _, stderr) = lab(&a);
+        assert!(!ok && stderr.contains(want), "{flags:?}: {stderr}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn train_writes_a_sample_on_its_schedule() {
+    let mut args =
+        vec!["train", "--steps", "20", "--eval-every", "10", "--sample-every", "10", "--sample-tokens", "12"];
+    args.push("--json");
+    args.extend(TINY);
+    let (ok, stdout, stderr) = lab(&args);
+    assert!(ok, "{stderr}");
+    let samples: Vec<serde_json::Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|v| v.get("sample").is_some())
+        .collect();
+    let steps: Vec<u64> = samples.iter().map(|s| s["step"].as_u64().unwrap()).collect();
+    assert_eq!(steps, vec![0, 10, 20], "{stdout}");
+    assert!(samples.iter().all(|s| s["sample"]["text"].as_str().unwrap().chars().count() == 12));
+    let (ok, _, stderr) = lab(&["train", "--steps", "5", "--sample-every", "0"]);
+    assert!(!ok && stderr.contains("--sample-every"), "{stderr}");
+}

@@ -360,7 +360,11 @@ fn a_save_between_rounds_finds_a_non_finite_step_and_the_next_step_says_so() {
     assert!(s.adapter().is_some(), "{}", s.backend());
     for step in 1..=5 {
         let p = block_on(s.step()).unwrap();
-        assert_eq!(p, Progress::Stepped { step, loss: None, val: None, recorded: false }, "nothing read yet");
+        assert_eq!(
+            p,
+            Progress::Stepped { step, loss: None, val: None, recorded: false, wrote: false },
+            "nothing read yet"
+        );
     }
     assert!(s.metrics().train.is_empty());
     let snap = block_on(s.snapshot()).unwrap();

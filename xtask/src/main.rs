@@ -6,8 +6,8 @@
 //! cargo xtask test    native tests, wasm tests in headless Chromium, page build, browser test
 //! ```
 //!
-//! `serve` and `test` run `setup` first. Everything is plain std so this crate
-//! builds in seconds on a fresh machine.
+//! `serve` and `test` run `setup` first. Everything is plain std (and miniz_oxide, for the English
+//! text) so this crate builds in seconds on a fresh machine.
 
 use std::env;
 use std::ffi::OsString;
@@ -19,6 +19,8 @@ use std::path::{Component, Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
+
+mod corpus;
 
 const TRUNK_VERSION: &str = "0.21.14";
 /// Must equal the `wasm-bindgen` pinned (with `=`) in the root Cargo.toml.
@@ -93,7 +95,8 @@ usage: cargo xtask <command>
 
   setup            install what is missing: Chromium + chromedriver + Mesa Vulkan + fortunes (apt, root),
                    the {WASM_TARGET} target, trunk {TRUNK_VERSION}, wasm-bindgen-cli {WASM_BINDGEN_VERSION},
-                   and e2e/node_modules (binaryen's wasm-opt, playwright-core)
+                   e2e/node_modules (binaryen's wasm-opt, playwright-core), and public/data/austen.txt
+                   (Pride and Prejudice, unpacked from Debian's r-cran-janeaustenr)
   serve [--port N] setup, then build the page in release mode and serve it on http://127.0.0.1:{SERVE_PORT}
   test             setup, then: native tests, the engine's wasm tests in headless Chromium
                    (WebGPU parity on SwiftShader included), the release page build, and the Playwright
@@ -176,6 +179,7 @@ impl Ctx {
         self.setup_trunk()?;
         self.setup_wasm_bindgen()?;
         self.setup_npm()?;
+        self.setup_corpus()?;
         println!("xtask: setup done in {}", secs(t.elapsed()));
         Ok(())
     }
@@ -216,6 +220,42 @@ impl Ctx {
                 return fail(format!("{p} is still missing after apt-get install"));
             }
         }
+        Ok(())
+    }
+
+    /// The English text (`corpus`): unpacked from its Debian package once, kept in public/data.
+    fn setup_corpus(&self) -> Result {
+        let out = corpus::target(&self.root);
+        if out.metadata().is_ok_and(|m| m.len() > 0) {
+            println!("xtask:   {}: present", out.display());
+            return Ok(());
+        }
+        let work = self.root.join("target").join("corpus");
+        fs::create_dir_all(&work)?;
+        let download = || {
+            let mut c = self.cmd("apt-get");
+            c.current_dir(&work).args(["download", corpus::PACKAGE]);
+            self.run("apt-get download", c)
+        };
+        if download().is_err() {
+            // A fresh machine may not have the package lists yet.
+            let mut update = Command::new("apt-get");
+            update.args(["-o", "DPkg::Lock::Timeout=600", "update"]);
+            self.run("apt-get update", update)?;
+            download()?;
+        }
+        let deb = fs::read_dir(&work)?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .find(|p| p.extension().is_some_and(|x| x == "deb"))
+            .ok_or_else(|| Error(format!("apt-get download left no .deb in {}", work.display())))?;
+        let unpacked = work.join("unpacked");
+        let mut x = self.cmd("dpkg-deb");
+        x.arg("-x").arg(&deb).arg(&unpacked);
+        self.run("dpkg-deb -x", x)?;
+        let text = corpus::prose(&corpus::novel_lines(&unpacked).map_err(Error)?);
+        fs::create_dir_all(out.parent().expect("a folder"))?;
+        fs::write(&out, &text)?;
+        println!("xtask:   wrote {} ({} KB of Pride and Prejudice)", out.display(), text.len() / 1024);
         Ok(())
     }
 

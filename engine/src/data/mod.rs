@@ -161,6 +161,44 @@ impl Dataset {
         }
     }
 
+    /// The first token of the training data: where writing starts from an empty prompt.
+    pub fn first_token(&self) -> u32 {
+        let (mut tok, mut tgt) = (vec![0; self.context], vec![0; self.context]);
+        match &self.source {
+            Source::Stream { train, .. } => train[0],
+            Source::Task(task) => {
+                task.sample(&mut rng(self.seed, Stream::Generate, 1), &mut tok, &mut tgt);
+                tok[0]
+            }
+        }
+    }
+
+    /// A prompt from the validation split, at most `max` tokens: the start of its first whole
+    /// line, cut after a space, for text; a task's question up to where the answer begins.
+    pub fn val_prompt(&self, max: usize) -> Vec<u32> {
+        let (mut tok, mut tgt) = (vec![0; self.context], vec![0; self.context]);
+        match &self.source {
+            Source::Stream { val, .. } => {
+                let is = |i: u32, s: &str| self.symbols.get(i as usize).is_some_and(|x| x == s);
+                let start = val.iter().position(|&t| is(t, "\n")).map_or(0, |i| i + 1);
+                let line: Vec<u32> =
+                    val[start.min(val.len())..].iter().take_while(|&&t| !is(t, "\n")).take(max).copied().collect();
+                let cut = line.iter().rposition(|&t| is(t, " ")).filter(|&i| i > 0 && line.len() == max);
+                let line = cut.map_or(line.clone(), |i| line[..=i].to_vec());
+                if line.is_empty() {
+                    val[..max.min(val.len())].to_vec()
+                } else {
+                    line
+                }
+            }
+            Source::Task(task) => {
+                task.sample(&mut rng(self.seed, Stream::ValBatch, 0), &mut tok, &mut tgt);
+                let answer = tgt.iter().position(|&t| t != crate::nn::loss::IGNORE).unwrap_or(0);
+                tok[..=answer.min(max.saturating_sub(1))].to_vec()
+            }
+        }
+    }
+
     /// The text of a token sequence.
     pub fn decode(&self, ids: &[u32]) -> String {
         ids.iter().filter_map(|&i| self.symbols.get(i as usize)).map(String::as_str).collect()

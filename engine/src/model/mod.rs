@@ -8,9 +8,11 @@ use rand_distr::{Distribution, Normal};
 
 pub mod architecture;
 pub mod cache;
+pub mod kv_cache;
 pub mod params;
 
 pub use cache::{BlockCache, BlockGrads, Cache, Grads};
+pub use kv_cache::KvCache;
 
 use architecture::LinearId;
 

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::config::TrainConfig;
 use crate::error::{Error, Result};
 use crate::science::probe::ProbeConfig;
+use crate::session::writing::Writing;
 
 /// The experiment format this engine writes; older versions are read and upgraded.
 pub const VERSION: u32 = 1;
@@ -73,6 +74,9 @@ pub struct Experiment {
     pub probe: ProbeSchedule,
     #[serde(default)]
     pub backend: BackendChoice,
+    /// What the model writes while it trains (off unless asked for).
+    #[serde(default)]
+    pub writing: Writing,
 }
 
 fn current_version() -> u32 {
@@ -81,7 +85,13 @@ fn current_version() -> u32 {
 
 impl Experiment {
     pub fn new(train: TrainConfig) -> Self {
-        Experiment { version: VERSION, train, probe: ProbeSchedule::default(), backend: BackendChoice::default() }
+        Experiment {
+            version: VERSION,
+            train,
+            probe: ProbeSchedule::default(),
+            backend: BackendChoice::default(),
+            writing: Writing::default(),
+        }
     }
 
     /// Reads an experiment, or a bare `TrainConfig`, from JSON text; a clear error otherwise.
@@ -126,6 +136,7 @@ impl Experiment {
                 self.probe.rows, self.train.batch
             )));
         }
+        self.writing.validate()?;
         self.train.validate_within(budget, self.probe.budget_bytes as u64)
     }
 }

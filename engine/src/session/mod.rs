@@ -13,26 +13,32 @@
 
 pub mod bench;
 pub mod experiment;
+pub mod overfitting;
 pub mod panels;
 pub mod runner;
 pub mod summary;
 pub mod verdicts;
+pub mod writing;
 
 use serde::{Deserialize, Serialize};
 
 use crate::checkpoint::Snapshot;
 use crate::data::baseline::BaselineLoss;
+use crate::data::Split;
 use crate::error::{Error, Result};
 use crate::optim::second_order::Diagnostics;
+use crate::sample::{Sample, SampleSpec, Vocab};
 use crate::science::probe::Probe;
 use crate::train::remote::ShardPool;
 use crate::train::{Reported, Trainer};
 
 pub use experiment::{BackendChoice, Experiment, ProbeSchedule};
+pub use overfitting::Overfitting;
 pub use panels::{Brownian, EntropyPoint, Flow, Panels};
 pub use runner::Runner;
 pub use summary::Summary;
 pub use verdicts::{Agreement, Verdict, Verdicts};
+pub use writing::{Writing, Written};
 
 /// One point of the K-FAC / CG-FAC diagnostics history.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -82,7 +88,8 @@ impl Metrics {
 pub enum Progress {
     /// One step: its training loss when known (on the GPU a round of steps later, and always when
     /// a validation loss was due), and that validation loss.
-    Stepped { step: usize, loss: Option<f32>, val: Option<f32>, recorded: bool },
+    /// `wrote`: the model wrote a sample at this step (`Session::written`).
+    Stepped { step: usize, loss: Option<f32>, val: Option<f32>, recorded: bool, wrote: bool },
     /// The run has all its steps.
     Done,
     /// A non-finite loss or gradient: the run went back to step `kept` and waits (a lower
@@ -111,6 +118,14 @@ pub struct Session {
     stopped: Option<Progress>,
     /// Another worker that computes half of each CPU step's shards (`train::remote`).
     pool: Option<Box<dyn ShardPool>>,
+    /// The data's symbols, for prompts and what the model writes.
+    vocab: Vocab,
+    /// The prompt the schedule writes from (the experiment's, or the start of a validation line).
+    prompt: String,
+    /// The probe's first row and the token after it, whose predictions the writing panel shows.
+    probe_row: (Vec<u32>, u32),
+    /// What the model wrote on the schedule, the last [`writing::HISTORY`] samples.
+    written: Vec<Written>,
 }
 
 impl Session {
@@ -141,6 +156,14 @@ impl Session {
         let symbols = probe.tokens()[..cfg.model.context].iter().map(|&t| trainer.data().decode(&[t])).collect();
         let baselines = trainer.baselines();
         let step = trainer.step_count();
+        let vocab = Vocab::of(trainer.data());
+        let t = cfg.model.context;
+        let prompt = match &exp.writing.prompt {
+            Some(p) => p.clone(),
+            None => vocab.decode(&trainer.data().val_prompt(t.clamp(1, 24))),
+        };
+        let (mut row, mut next) = (vec![0; t], vec![0; t]);
+        trainer.data().batch(Split::Val, 0, &mut row, &mut next);
         metrics.forget_after(step);
         let choice = exp.backend;
         let (runner, backend) = Runner::new(trainer, choice).await?;
@@ -159,6 +182,10 @@ impl Session {
             flow: None,
             stopped: None,
             pool: None,
+            vocab,
+            prompt,
+            probe_row: (row, next[t - 1]),
+            written: Vec::new(),
         };
         s.set_line(backend, choice);
         if step == 0 && s.metrics.val.is_empty() {
@@ -166,6 +193,9 @@ impl Session {
             s.metrics.val.push((0, loss));
         }
         s.record(step).await?;
+        if step == 0 {
+            s.write_due(0).await?;
+        }
         Ok(s)
     }
 
@@ -229,8 +259,66 @@ impl Session {
             }
         }
         let recorded = self.record(s).await?;
+        let wrote = self.write_due(s).await?;
         let loss = self.metrics.train.last().filter(|p| p.0 == s).map(|p| p.1);
-        Ok(Progress::Stepped { step: s, loss, val, recorded })
+        Ok(Progress::Stepped { step: s, loss, val, recorded, wrote })
+    }
+
+    /// Writes the schedule's sample at `step` if one is due. A model that cannot write (attention
+    /// both ways) says so once and the schedule stops.
+    async fn write_due(&mut self, step: usize) -> Result<bool> {
+        if !self.exp.writing.due(step, self.exp.train.steps) {
+            return Ok(false);
+        }
+        let spec = self.exp.writing.spec(&self.prompt, self.exp.train.seed, step);
+        let model = self.runner.model(&mut self.notices).await?;
+        match writing::write(model, &self.vocab, &spec, &self.probe_row.0, self.probe_row.1, step) {
+            Ok(w) => {
+                self.written.retain(|x| x.step != step);
+                self.written.push(w);
+                let extra = self.written.len().saturating_sub(writing::HISTORY);
+                self.written.drain(..extra);
+                Ok(true)
+            }
+            Err(e) => {
+                self.notices.push(format!("the model does not write: {e}"));
+                self.exp.writing.every = 0;
+                Ok(false)
+            }
+        }
+    }
+
+    /// Samples of the current model (`lab sample`, `spherewalk.sample`, the page's "write more").
+    pub async fn sample(&mut self, spec: &SampleSpec) -> Result<Vec<Sample>> {
+        spec.validate()?;
+        let model = self.runner.model(&mut self.notices).await?;
+        crate::sample::generate(model, &self.vocab, spec)
+    }
+
+    /// What the model wrote on the schedule, oldest first.
+    pub fn written(&self) -> &[Written] {
+        &self.written
+    }
+
+    /// The prompt the schedule writes from.
+    pub fn prompt(&self) -> &str {
+        &self.prompt
+    }
+
+    /// Sets the schedule's prompt, temperature, top-k and top-p (the page's writing controls);
+    /// refused with a message, and nothing changed, when the prompt or the settings are not usable.
+    pub fn set_writing(&mut self, writing: Writing) -> Result<()> {
+        writing.validate()?;
+        let prompt = match &writing.prompt {
+            Some(p) => {
+                self.vocab.encode(p)?;
+                p.clone()
+            }
+            None => self.prompt.clone(),
+        };
+        self.exp.writing = writing;
+        self.prompt = prompt;
+        Ok(())
     }
 
     /// Puts the steps' reports into the metrics.
@@ -266,6 +354,7 @@ impl Session {
         let kept = self.runner.rewind(target, self.rollback.take())?;
         self.metrics.forget_after(kept);
         self.probe.forget_after(kept);
+        self.written.retain(|w| w.step <= kept);
         self.entropy.retain(|e| e.step <= kept);
         if let Some(adapter) = was_gpu {
             self.backend = format!("cpu (after a non-finite loss on the GPU {adapter})");

@@ -7,9 +7,14 @@ use engine::config::{DataSpec, Fisher, OptimizerConfig, TrainConfig};
 use engine::optim::kronecker::Product;
 use engine::Error;
 
+/// The built-in English text, Pride and Prejudice (`cargo xtask setup` unpacks it from Debian's
+/// r-cran-janeaustenr; the page serves the same file).
+pub const AUSTEN: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../public/data/austen.txt");
+
 #[derive(Args, Clone)]
 pub struct RunArgs {
-    /// A built-in data set (grammar, hierarchy, copy, reverse, sort, modadd) or a path to a .txt file.
+    /// A built-in data set (grammar, hierarchy, copy, reverse, sort, modadd), austen (Pride and
+    /// Prejudice, real English) or a path to a .txt file.
     #[arg(long, default_value = "grammar")]
     pub data: String,
     /// Optimizer steps (default 600).
@@ -95,6 +100,12 @@ pub struct SecondOrderArgs {
 pub fn data_spec(arg: &str) -> Result<DataSpec, Error> {
     if DataSpec::BUILT_IN.contains(&arg) {
         return DataSpec::named(arg);
+    }
+    if arg == "austen" {
+        let text = std::fs::read_to_string(AUSTEN).map_err(|e| {
+            Error::Data(format!("the English text {AUSTEN} cannot be read ({e}); `cargo xtask setup` writes it"))
+        })?;
+        return Ok(DataSpec::Text { text });
     }
     let path = PathBuf::from(arg);
     if !path.exists() {

@@ -3,6 +3,7 @@
 mod args;
 mod bench;
 mod race;
+mod sample;
 mod science;
 
 use std::io::IsTerminal;
@@ -40,6 +41,8 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// What a saved model writes: samples of a prompt with temperature, top-k and top-p.
+    Sample(sample::SampleArgs),
     /// Loss of a checkpoint on a fixed batch; optionally write its gradients as safetensors.
     Eval {
         #[arg(long)]
@@ -123,6 +126,13 @@ struct TrainArgs {
     /// tokens at this depth (0..=layers) over training, as the page's "Brownian or not?" panel does.
     #[arg(long)]
     flow: Option<usize>,
+    /// Write a sample every this many steps (and at step 0 and the end), from the start of a
+    /// validation line.
+    #[arg(long)]
+    sample_every: Option<usize>,
+    /// Tokens per sample written during training.
+    #[arg(long, default_value_t = 80)]
+    sample_tokens: usize,
     #[arg(long)]
     json: bool,
 }
@@ -139,6 +149,13 @@ fn experiment_of(a: &TrainArgs) -> Result<Experiment, Error> {
     };
     if let Some(b) = a.backend {
         exp.backend = b;
+    }
+    if let Some(every) = a.sample_every {
+        if every == 0 {
+            return Err(Error::Config("--sample-every must be at least 1".into()));
+        }
+        exp.writing.every = every;
+        exp.writing.tokens = a.sample_tokens;
     }
     Ok(exp)
 }
@@ -177,10 +194,16 @@ fn train(a: TrainArgs) -> Result<(), Error> {
     let start = Instant::now();
     let first_step = session.step_count();
     let mut stopped = None;
+    if session.step_count() == 0 {
+        print_written(&session, a.json, bar.as_ref());
+    }
     loop {
         let progress = block_on(session.step())?;
         for n in session.take_notices() {
             eprintln!("{n}");
+        }
+        if let Progress::Stepped { wrote: true, .. } = progress {
+            print_written(&session, a.json, bar.as_ref());
         }
         match progress {
             Progress::Done => break,
@@ -242,6 +265,22 @@ fn train(a: TrainArgs) -> Result<(), Error> {
         }
     }
     Ok(())
+}
+
+/// The last sample the session wrote: a JSON progress line, or the text on stderr.
+fn print_written(session: &Session, as_json: bool, bar: Option<&indicatif::ProgressBar>) {
+    let Some(w) = session.written().last() else { return };
+    if as_json {
+        let line = json!({"step": w.step, "sample": {"prompt": w.sample.prompt, "text": w.sample.text, "seed": w.sample.seed}});
+        println!("{line}");
+        return;
+    }
+    let text =
+        format!("step {:>6} writes: {}\u{2502}{}", w.step, w.sample.prompt, w.sample.text.replace('\n', "\u{21b5}"));
+    match bar {
+        Some(b) => b.println(text),
+        None => eprintln!("{text}"),
+    }
 }
 
 /// CG iterations and residuals over the layers of the last step, and the running fallback count.
@@ -313,6 +352,7 @@ fn main() -> ExitCode {
     }
     let result = match cli.command {
         Command::Train(a) => train(a),
+        Command::Sample(a) => sample::run(a),
         Command::Gradcheck { json } => gradcheck(json),
         Command::Eval { checkpoint, data, grads, json } => eval(checkpoint, data, grads, json),
         Command::Bench { json, backend, spec: Some(spec), .. } => bench::page_spec(json, backend, &spec),

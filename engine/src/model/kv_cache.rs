@@ -1,0 +1,164 @@
+//! Writing one token at a time: the keys and values of the positions already seen are kept, so a
+//! new token costs one token's work (its own rows through every layer, and one attention row per
+//! head) instead of the whole context again. `Model::forward` stays the reference: the tests check
+//! that this path gives its logits at every position.
+//!
+//! Shapes: C = d_model, F = d_ff, V vocab, T context, NH heads of hs = C / NH.
+
+use crate::config::ModelConfig;
+use crate::error::{Error, Result};
+use crate::nn::loss::softmax_in_place;
+use crate::nn::{activation, layer_norm, linear, reduce};
+use crate::scalar::Scalar;
+
+use super::Model;
+
+/// The positions written so far: per block their keys and values (T, C), and one token's scratch.
+#[derive(Clone, Debug)]
+pub struct KvCache<S> {
+    len: usize,
+    context: usize,
+    k: Vec<Vec<S>>,
+    v: Vec<Vec<S>>,
+    x: Vec<S>,
+    ln: Vec<S>,
+    u: Vec<S>,
+    rstd: [S; 1],
+    q: Vec<S>,
+    y: Vec<S>,
+    h: Vec<S>,
+    fc: Vec<S>,
+    act: Vec<S>,
+    /// One attention row (T).
+    scores: Vec<S>,
+    /// The logits (V) after the last token.
+    logits: Vec<S>,
+}
+
+impl<S: Scalar> KvCache<S> {
+    pub fn new(cfg: &ModelConfig) -> Self {
+        let (t, c, f) = (cfg.context, cfg.d_model, cfg.d_ff);
+        let z = |n: usize| vec![S::zero(); n];
+        KvCache {
+            len: 0,
+            context: t,
+            k: vec![z(t * c); cfg.layers],
+            v: vec![z(t * c); cfg.layers],
+            x: z(c),
+            ln: z(c),
+            u: z(c),
+            rstd: [S::zero()],
+            q: z(c),
+            y: z(c),
+            h: z(c),
+            fc: z(f),
+            act: z(f),
+            scores: z(t),
+            logits: z(cfg.vocab),
+        }
+    }
+
+    /// Positions held.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Every position of the context is taken: the next token needs a new window.
+    pub fn is_full(&self) -> bool {
+        self.len == self.context
+    }
+
+    /// Forgets every position (the buffers are kept).
+    pub fn clear(&mut self) {
+        self.len = 0;
+    }
+}
+
+impl<S: Scalar> Model<S> {
+    /// Runs `token` at the next position of `kv` and returns the logits (V) of the token after it.
+    /// Only a causal model writes this way: with attention both ways every earlier position would
+    /// change with each new token.
+    pub fn forward_next<'a>(&self, kv: &'a mut KvCache<S>, token: u32) -> Result<&'a [S]> {
+        let cfg = &self.cfg;
+        let (c, f, v, nh) = (cfg.d_model, cfg.d_ff, cfg.vocab, cfg.heads);
+        if !cfg.causal {
+            return Err(Error::Config(
+                "this model attends both ways (causal off): it saw the next token while training, so it cannot \
+                 write one token at a time"
+                    .into(),
+            ));
+        }
+        if kv.is_full() {
+            return Err(Error::Config(format!("the key/value cache holds all {} positions", kv.context)));
+        }
+        if token as usize >= v {
+            return Err(Error::Data(format!("token id {token} is outside the vocabulary of {v}")));
+        }
+        let (pos, l) = (kv.len, &self.layout);
+        let (wte, wpe) = (self.p(l.wte), self.p(l.wpe));
+        let (tok, at) = (token as usize * c, pos * c);
+        for ((x, &e), &p) in kv.x.iter_mut().zip(&wte[tok..tok + c]).zip(&wpe[at..at + c]) {
+            *x = e + p;
+        }
+        let (hs, seen) = (c / nh, pos + 1);
+        let scale = S::one() / S::of(hs as f64).sqrt();
+        for (i, ids) in l.blocks.iter().enumerate() {
+            layer_norm::forward(&mut kv.ln, &mut kv.u, &mut kv.rstd, &kv.x, self.p(ids.ln1_w), self.p(ids.ln1_b), c);
+            linear::forward(&mut kv.q, &kv.ln, self.p(ids.q_w), self.p(ids.q_b), 1, c, c);
+            let row = pos * c..seen * c;
+            linear::forward(&mut kv.k[i][row.clone()], &kv.ln, self.p(ids.k_w), self.p(ids.k_b), 1, c, c);
+            linear::forward(&mut kv.v[i][row], &kv.ln, self.p(ids.v_w), self.p(ids.v_b), 1, c, c);
+            // One attention row per head: P = softmax(q K^T / sqrt(hs)) over the positions seen.
+            let (keys, values) = (&kv.k[i], &kv.v[i]);
+            for h in 0..nh {
+                let cols = h * hs..(h + 1) * hs;
+                let q = &kv.q[cols.clone()];
+                let p = &mut kv.scores[..seen];
+                for (j, s) in p.iter_mut().enumerate() {
+                    *s = reduce::dot(q, &keys[j * c + cols.start..j * c + cols.end]) * scale;
+                }
+                softmax_in_place(p);
+                let y = &mut kv.y[cols.clone()];
+                y.fill(S::zero());
+                for (j, &pj) in p.iter().enumerate() {
+                    y.iter_mut().zip(&values[j * c + cols.start..j * c + cols.end]).for_each(|(y, &vv)| *y += pj * vv);
+                }
+            }
+            linear::forward(&mut kv.h, &kv.y, self.p(ids.o_w), self.p(ids.o_b), 1, c, c);
+            kv.h.iter_mut().zip(&kv.x).for_each(|(h, &x)| *h += x);
+            layer_norm::forward(&mut kv.ln, &mut kv.u, &mut kv.rstd, &kv.h, self.p(ids.ln2_w), self.p(ids.ln2_b), c);
+            linear::forward(&mut kv.fc, &kv.ln, self.p(ids.fc_w), self.p(ids.fc_b), 1, c, f);
+            activation::forward(cfg.activation, &mut kv.act, &kv.fc);
+            linear::forward(&mut kv.x, &kv.act, self.p(ids.proj_w), self.p(ids.proj_b), 1, f, c);
+            kv.x.iter_mut().zip(&kv.h).for_each(|(x, &h)| *x += h);
+        }
+        layer_norm::forward(&mut kv.ln, &mut kv.u, &mut kv.rstd, &kv.x, self.p(l.lnf_w), self.p(l.lnf_b), c);
+        linear::forward(&mut kv.logits, &kv.ln, self.p(l.head_w), self.p(l.head_b), 1, c, v);
+        kv.len += 1;
+        Ok(&kv.logits)
+    }
+
+    /// The logits (V) of the token after each of `tokens` (at most T), from the readable full
+    /// forward pass (`forward`, the window padded to T: causal attention never looks ahead).
+    pub fn logits_full(&self, tokens: &[u32]) -> Result<Vec<Vec<S>>> {
+        let (t, v) = (self.cfg.context, self.cfg.vocab);
+        if tokens.is_empty() || tokens.len() > t {
+            return Err(Error::Data(format!("a window of 1 to {t} tokens, got {}", tokens.len())));
+        }
+        if !self.cfg.causal && tokens.len() < t {
+            return Err(Error::Config("a model that attends both ways needs a full window".into()));
+        }
+        let mut cache = super::Cache::new(&self.cfg, 1);
+        let mut window = tokens.to_vec();
+        window.resize(t, 0);
+        self.forward(&mut cache, &window, &vec![crate::nn::loss::IGNORE; t])?;
+        let mut logits = vec![S::zero(); t * v];
+        let l = &self.layout;
+        linear::forward(&mut logits, &cache.lnf_out, self.p(l.head_w), self.p(l.head_b), t, self.cfg.d_model, v);
+        Ok(logits.chunks_exact(v).take(tokens.len()).map(<[S]>::to_vec).collect())
+    }
+}
