@@ -189,6 +189,20 @@ pub fn loss_lines(
     lines
 }
 
+/// The loss of what needs no learning, as level lines across the run: a uniform guess among `vocab`
+/// symbols (ln V), letter frequencies (unigram) and the previous symbol (bigram).
+pub fn baseline_lines(vocab: usize, unigram: f64, bigram: f64, x_max: f64, dark: bool) -> Vec<Line> {
+    let faded = if dark { RGBColor(0x8a, 0x90, 0x9a) } else { RGBColor(0x90, 0x96, 0xa0) };
+    [
+        (format!("uniform guess (ln {vocab})"), (vocab as f64).ln(), faded),
+        ("letter frequencies (unigram)".to_string(), unigram, PALETTE[4]),
+        ("previous symbol (bigram)".to_string(), bigram, PALETTE[2]),
+    ]
+    .into_iter()
+    .map(|(label, y, color)| Line { label, color, width: 1, points: vec![(0.0, y), (x_max.max(1.0), y)], dots: false })
+    .collect()
+}
+
 /// Entropy lines, one per layer.
 pub fn entropy_lines(entropy: &[(usize, Vec<f64>)]) -> Vec<Line> {
     let layers = entropy.first().map(|e| e.1.len()).unwrap_or(0);

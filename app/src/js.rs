@@ -70,3 +70,25 @@ pub fn error_text(e: &JsValue) -> String {
         .or_else(|| e.as_string())
         .unwrap_or_else(|| format!("{e:?}"))
 }
+
+/// The text at `url` (relative to the page), fetched with the global `fetch`.
+pub async fn fetch_text(url: &str) -> Result<String, String> {
+    let global = js_sys::global();
+    let fetch = Reflect::get(&global, &"fetch".into())
+        .ok()
+        .and_then(|f| f.dyn_into::<Function>().ok())
+        .ok_or("this browser has no fetch")?;
+    let promise = fetch.call1(&global, &url.into()).map_err(|e| error_text(&e))?;
+    let response = JsFuture::from(Promise::from(promise)).await.map_err(|e| error_text(&e))?;
+    if !Reflect::get(&response, &"ok".into()).ok().and_then(|ok| ok.as_bool()).unwrap_or(false) {
+        let status = Reflect::get(&response, &"status".into()).ok().and_then(|s| s.as_f64()).unwrap_or(0.0);
+        return Err(format!("the server answered {status}"));
+    }
+    let text = Reflect::get(&response, &"text".into())
+        .ok()
+        .and_then(|f| f.dyn_into::<Function>().ok())
+        .ok_or("the response has no text")?;
+    let promise = text.call0(&response).map_err(|e| error_text(&e))?;
+    let body = JsFuture::from(Promise::from(promise)).await.map_err(|e| error_text(&e))?;
+    body.as_string().ok_or_else(|| "the response is not text".into())
+}

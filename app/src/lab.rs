@@ -6,6 +6,7 @@
 
 use std::cell::RefCell;
 
+use engine::data::baseline::BaselineLoss;
 use engine::session::{BackendChoice as EngineBackend, DiagPoint, Experiment, Panels};
 use engine::TrainConfig;
 use leptos::prelude::*;
@@ -191,6 +192,12 @@ pub struct Lab {
     pub link_errors: RwSignal<Vec<(String, String, String)>>,
     /// The GPU adapter this browser offers: Ok((name, software)), or why there is none.
     pub adapter: RwSignal<Option<Result<(String, bool), String>>>,
+    /// The run's count baselines (unigram, bigram), drawn on the loss chart with ln V.
+    pub baselines: RwSignal<Option<BaselineLoss>>,
+    /// What the model writes (`writing`).
+    pub writing: crate::writing::WritingState,
+    /// The built-in English text, once fetched from the page's own server (`data/austen.txt`).
+    pub corpus: RwSignal<Option<Result<String, String>>>,
 }
 
 impl Lab {
@@ -232,6 +239,9 @@ impl Lab {
             epoch: RwSignal::new(0),
             link_errors: RwSignal::new(Vec::new()),
             adapter: RwSignal::new(None),
+            baselines: RwSignal::new(None),
+            writing: crate::writing::WritingState::new(),
+            corpus: RwSignal::new(None),
         };
         lab.spawn_worker();
         lab
@@ -356,9 +366,11 @@ impl Lab {
                     }
                 });
             }
-            Event::Run { config, settings, step, metrics } => {
+            Event::Run { config, settings, step, metrics, baselines, prompt } => {
                 self.keep_curve();
                 self.clear();
+                self.baselines.set(Some(baselines));
+                self.writing.prompt.set(prompt);
                 self.saved.set(None);
                 self.total_steps.set(config.steps);
                 self.eval_every.set(config.eval_every);
@@ -419,7 +431,13 @@ impl Lab {
                 self.entropy.set(panels.entropy.iter().map(|e| (e.step, e.layers.clone())).collect());
                 self.panels.set(Some(*panels));
             }
+            Event::Written { written } => self.writing.history.update(|h| {
+                h.retain(|w| written.iter().all(|n| n.step != w.step));
+                h.extend(written);
+            }),
+            Event::Samples { id, result } => crate::writing::on_samples(self, id, result),
             Event::NonFinite { message, kept, metrics } => {
+                self.writing.history.update(|h| h.retain(|w| w.step <= kept));
                 self.step.set(kept);
                 self.train.set(metrics.train);
                 self.val.set(metrics.val);
@@ -457,7 +475,7 @@ impl Lab {
     /// The Start / Pause / Resume / Restart button (and the space key).
     pub fn toggle(self) {
         match self.phase.get_untracked() {
-            Phase::Idle | Phase::Done | Phase::Failed => self.create(true),
+            Phase::Idle | Phase::Done | Phase::Failed => self.create_then(true, false),
             Phase::Running => {
                 self.send(Command::Pause);
                 crate::race::send(Command::Pause);
@@ -502,11 +520,7 @@ impl Lab {
     pub fn step_once(self) {
         match self.phase.get_untracked() {
             Phase::Running => {}
-            Phase::Idle | Phase::Done | Phase::Failed => {
-                self.create(false);
-                self.send(Command::Step { lr: None });
-                crate::race::send(Command::Step { lr: None });
-            }
+            Phase::Idle | Phase::Done | Phase::Failed => self.create_then(false, true),
             Phase::Paused => {
                 let lr = self.only_lr_changed().then(|| self.settings.get_untracked().lr);
                 if lr.is_some() {
@@ -555,6 +569,7 @@ impl Lab {
     fn clear(self) {
         self.error.set(None);
         self.notice.set(None);
+        self.writing.clear();
         self.train.set(Vec::new());
         self.val.set(Vec::new());
         self.ms_per_step.set(None);
@@ -568,10 +583,47 @@ impl Lab {
 
     /// The experiment the settings describe, or the message for what is wrong.
     pub fn experiment(self) -> Result<Experiment, String> {
-        let settings = self.settings.get_untracked();
+        let mut settings = self.settings.get_untracked();
+        if settings.data == "austen" {
+            settings.text = match self.corpus.get_untracked() {
+                Some(Ok(text)) => text,
+                Some(Err(e)) => return Err(e),
+                None => return Err("the English text is still loading".into()),
+            };
+        }
         let mut exp = Experiment::new(settings.to_config()?);
         exp.backend = self.backend.get_untracked().engine();
+        exp.writing = self.writing.schedule(exp.train.eval_every);
         Ok(exp)
+    }
+
+    /// Fetches the built-in English text once (the page's own file: nothing from elsewhere).
+    pub async fn load_corpus(self) {
+        if self.corpus.with_untracked(Option::is_some) {
+            return;
+        }
+        let text = spherewalk::js::fetch_text("data/austen.txt")
+            .await
+            .map_err(|e| format!("the English text (data/austen.txt) could not be loaded: {e}"));
+        self.corpus.set(Some(text));
+    }
+
+    /// A new run of the current settings, then (`step`) one step of it; the English text is
+    /// fetched first when the run needs it.
+    fn create_then(self, run: bool, step: bool) {
+        if self.settings.with_untracked(|s| s.data == "austen") && self.corpus.with_untracked(Option::is_none) {
+            self.phase.set(if run { Phase::Running } else { Phase::Paused });
+            leptos::task::spawn_local(async move {
+                self.load_corpus().await;
+                self.create_then(run, step);
+            });
+            return;
+        }
+        self.create(run);
+        if step {
+            self.send(Command::Step { lr: None });
+            crate::race::send(Command::Step { lr: None });
+        }
     }
 
     /// Asks the worker for a new run of the current settings.

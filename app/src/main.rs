@@ -6,7 +6,8 @@
 //! second-order optimizers' diagnostics. The page is a view: the worker (`spherewalk::worker`, the
 //! engine's session) computes every number.
 //!
-//! Modules: `lab` (the state and the link to the worker), `settings_panel` (presets and free
+//! Modules: `lab` (the state and the link to the worker), `writing` and `writing_panel` (what the
+//! model writes), `settings_panel` (presets and free
 //! settings), `url_state` (the experiment in the address), `script_api` (`window.spherewalk`),
 //! `tour` (the guided tour), `sphere_view` (the sphere panel; `sphere_draw` draws it, `sphere_gl` the
 //! WebGL2 ball and dots, `token_style` the glyphs and colour-blind-safe colours), `heatmap`, `panels`
@@ -23,7 +24,10 @@
 //! `data-positions`, `data-screen`, `data-shown-step`, `data-renderer`; `#sphere-token`,
 //! `#sphere-play`, `#time`, `#attention` (`data-grid`, `data-hover-p`), `#attention-hover`,
 //! `#entropy-chart`, `#diagnostics`, `#brownian-d`, `#brownian-r2`, `#brownian-ks` (`data-value`),
-//! `#brownian-note`, `#brownian-chart`, `#png-<canvas id>` (PNG download of each figure), and the
+//! `#brownian-note`, `#brownian-chart`, `#writing-sample` (`data-step`, `data-text`; each written
+//! character a `.tok` with `data-p` and `data-top` "text:p|..."), `#writing-prompt`,
+//! `#writing-temperature`, `#writing-top-k`, `#write-more`, `#writing-more`, `#writing-history`,
+//! `#next-char` (`.pred` spans, as `.tok`), `#overfitting`, `#png-<canvas id>` (PNG download of each figure), and the
 //! panels `#panel-*`, `#crashed` and `#restart-worker`. `window.spherewalk` is the scripting API
 //! (`script_api`; its `bench` times the engine alone in a worker).
 
@@ -42,6 +46,8 @@ mod sphere_view;
 mod token_style;
 mod tour;
 mod url_state;
+mod writing;
+mod writing_panel;
 
 use leptos::prelude::*;
 use wasm_bindgen::prelude::*;
@@ -51,6 +57,7 @@ use crate::lab::{Download, Lab};
 use crate::panels::{BrownianPanel, DiagnosticsPanel, EntropyPanel, LossPanel};
 use crate::settings_panel::SettingsPanel;
 use crate::sphere_view::SphereView;
+use crate::writing_panel::WritingPanel;
 use spherewalk::protocol::Phase;
 
 const THEME_KEY: &str = "spherewalk-theme";
@@ -120,6 +127,12 @@ fn App() -> impl IntoView {
     }
     let lab = Lab::new(link.settings);
     lab.link_errors.set(link.bad);
+    // The English text is fetched as soon as a preset or the data picker asks for it.
+    Effect::new(move |_| {
+        if lab.settings.with(|s| s.data == "austen") {
+            leptos::task::spawn_local(lab.load_corpus());
+        }
+    });
     let url_error = RwSignal::new(link.problem);
     // What the address keeps beside the experiment: the tour step and the hidden parts.
     let extra = move || {
@@ -478,7 +491,10 @@ fn App() -> impl IntoView {
             // The picture first: at 1280x800 the sphere, the loss and the attention share the first screen.
             <div class="stage">
                 <SphereView lab=lab dark=dark />
-                <LossPanel lab=lab dark=dark />
+                <div class="stage-column">
+                    <LossPanel lab=lab dark=dark />
+                    <WritingPanel lab=lab />
+                </div>
                 <AttentionPanel lab=lab dark=dark />
             </div>
             <SettingsPanel lab=lab />

@@ -109,8 +109,16 @@ pub fn LossPanel(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
             })
         });
         lines.extend(rival_lines(lab));
+        let vocab = lab.run_config.with(|c| c.as_ref().map(|c| c.model.vocab));
+        if let (Some(b), Some(v)) = (lab.baselines.get(), vocab) {
+            lines.extend(charts::baseline_lines(v, b.unigram, b.bigram, lab.total_steps.get() as f64, dark));
+        }
         lines
     });
+    let overfitting = move || {
+        let metrics = engine::session::Metrics { train: lab.train.get(), val: lab.val.get(), diagnostics: Vec::new() };
+        metrics.overfitting().map(|o| o.text)
+    };
     let race_ref = NodeRef::<Canvas>::new();
     Effect::new(move |_| {
         let dark = dark.get();
@@ -164,7 +172,28 @@ pub fn LossPanel(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                 data-points=move || lab.train.with(Vec::len)
                 data-train-losses=move || lab.train.with(|t| join_losses(t))
                 data-val-losses=move || lab.val.with(|v| join_losses(v))
+                data-baselines=move || {
+                    lab.baselines.get().zip(lab.run_config.with(|c| c.as_ref().map(|c| c.model.vocab))).map(|(b, v)| {
+                        format!("{:.5},{:.5},{:.5}", (v as f64).ln(), b.unigram, b.bigram)
+                    })
+                }
             ></canvas>
+            <p id="baselines" class="note">
+                {move || {
+                    lab.baselines.get().zip(lab.run_config.with(|c| c.as_ref().map(|c| c.model.vocab))).map(|(b, v)| {
+                        format!(
+                            "Read the loss against what needs no learning: a uniform guess among the {v} symbols scores \
+                             {:.2}, letter frequencies (unigram) {:.2}, the previous symbol alone (bigram) {:.2}.",
+                            (v as f64).ln(),
+                            b.unigram,
+                            b.bigram
+                        )
+                    })
+                }}
+            </p>
+            <Show when=move || overfitting().is_some()>
+                <p id="overfitting" class="error" role="status">{move || overfitting().unwrap_or_default()}</p>
+            </Show>
             <Show when=move || lab.race.with(|r| !r.is_empty())>
                 <p class="note">
                     "A race: the entrants train at the same time, each in its own worker, on the same data from the "

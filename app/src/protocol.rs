@@ -3,8 +3,10 @@
 //! `bulk` array beside it for the big numbers (sphere points, attention matrices, file bytes) as
 //! typed arrays, whose buffers are transferred rather than copied.
 
+use engine::data::baseline::BaselineLoss;
+use engine::sample::{Sample, SampleSpec};
 use engine::session::bench::{BenchResult, BenchSpec};
-use engine::session::{BackendChoice, DiagPoint, Experiment, Metrics, Panels};
+use engine::session::{BackendChoice, DiagPoint, Experiment, Metrics, Panels, Writing, Written};
 use js_sys::{Array, Float32Array, Object, Reflect, Uint32Array, Uint8Array};
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 use wasm_bindgen::{JsCast, JsValue};
@@ -70,6 +72,16 @@ pub enum Command {
     /// Asks for the GPU adapter once for the page: `auto` then needs no new request at each run, and
     /// the page can warn about a software adapter before a run starts.
     ProbeAdapter,
+    /// Samples of the run's current model (the writing panel's "Write more", `spherewalk.sample`);
+    /// answered by `Event::Samples` with the same `id`.
+    Sample {
+        spec: SampleSpec,
+        id: u64,
+    },
+    /// The writing schedule's prompt and settings (the writing panel's controls).
+    SetWriting {
+        writing: Writing,
+    },
     /// Times training steps and a GEMM on the CPU path (`spherewalk.bench`), in a worker of its own.
     Bench {
         spec: BenchSpec,
@@ -137,6 +149,19 @@ pub enum Event {
         settings: Option<Settings>,
         step: usize,
         metrics: Metrics,
+        /// What a model that ignores all context (unigram) or all but the last token (bigram) scores.
+        baselines: BaselineLoss,
+        /// The prompt the model writes from.
+        prompt: String,
+    },
+    /// What the model wrote on the schedule since the last such event (all of it after `Run`).
+    Written {
+        written: Vec<Written>,
+    },
+    /// The answer to `Command::Sample`.
+    Samples {
+        id: u64,
+        result: Result<Vec<Sample>, String>,
     },
     Phase {
         phase: Phase,

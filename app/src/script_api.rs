@@ -13,6 +13,9 @@
 //!   on the CPU path in a worker of its own (each field optional; default the small size d64 L2 H4
 //!   T64 B16, 20 Adam steps after a warm-up of at least a second); resolves to `{ms_per_step,
 //!   gflops, gemm_gflops, steps, warmup_steps, params, workers}`.
+//! - `sample({prompt, tokens, temperature, top_k, top_p, seed, samples})`: what the page's current
+//!   model writes (each field optional); resolves to the objects `lab sample --json` prints, one per
+//!   sample: `{prompt, seed, text, tokens, steps: [{token, text, p, top: [[text, p], ...]}]}`.
 //! - `experiment()`: the page's experiment as JSON text (for `lab train --config`).
 //! - `version`: the engine's version.
 //! - `testing.slowWorker(factor)`, `testing.trapWorker()` and `testing.trapSecondWorker()`: the
@@ -21,6 +24,7 @@
 //!   latest frame's (T, T) attention, row-major, as the engine sent it) and `testing.frameSteps()`
 //!   (the steps of the recorded frames), to check the figures against.
 
+use engine::sample::SampleSpec;
 use engine::session::bench::BenchSpec;
 use engine::session::Experiment;
 use js_sys::{Function, Object, Promise, Reflect};
@@ -144,6 +148,31 @@ fn bench(spec: JsValue) -> Promise {
     })
 }
 
+/// A script's argument as JSON text: `JSON.stringify` throws on a cycle and has a depth of its own,
+/// so a value that cannot be read is refused here, before any of it reaches the wasm's serde.
+fn json_of(value: &JsValue, what: &str) -> Result<String, JsValue> {
+    if value.is_undefined() || value.is_null() {
+        return Ok("{}".into());
+    }
+    js_sys::JSON::stringify(value).map(String::from).map_err(|e| {
+        js_sys::Error::new(&format!("{what} cannot be read as JSON: {}", spherewalk::js::error_text(&e))).into()
+    })
+}
+
+/// `spherewalk.sample(spec)`: the page's model writes.
+fn sample(lab: Lab, spec: JsValue) -> Promise {
+    let spec = json_of(&spec, "the sample settings").and_then(|text| {
+        serde_json::from_str::<SampleSpec>(&text)
+            .map_err(|e| js_sys::Error::new(&format!("the sample settings cannot be read: {e}")).into())
+    });
+    let spec = match spec.and_then(|s| s.validate().map(|()| s).map_err(|e| js_sys::Error::new(&e.to_string()).into()))
+    {
+        Ok(s) => s,
+        Err(e) => return Promise::reject(&e),
+    };
+    Promise::new(&mut |resolve, reject| crate::writing::script_sample(lab, spec.clone(), resolve, reject))
+}
+
 pub fn install(lab: Lab) {
     let api = Object::new();
     set(&api, "version", &engine::VERSION.into());
@@ -151,6 +180,8 @@ pub fn install(lab: Lab) {
     set(&api, "train", &train.into_js_value());
     let bench = Closure::<dyn Fn(JsValue) -> Promise>::new(bench);
     set(&api, "bench", &bench.into_js_value());
+    let sample = Closure::<dyn Fn(JsValue) -> Promise>::new(move |spec| sample(lab, spec));
+    set(&api, "sample", &sample.into_js_value());
     let experiment = Closure::<dyn Fn() -> Result<String, JsValue>>::new(move || {
         lab.experiment().map(|e| e.to_json()).map_err(|e| js_sys::Error::new(&e).into())
     });

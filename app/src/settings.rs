@@ -10,7 +10,8 @@ use serde::{Deserialize, Serialize};
 #[serde(default, deny_unknown_fields)]
 pub struct Settings {
     pub preset: String,
-    /// A built-in data set name, or "text" for `text`.
+    /// A built-in data set name, "austen" (the page's copy of Pride and Prejudice, which the lab
+    /// puts into `text` when a run starts: it is never in the link), or "text" for `text`.
     pub data: String,
     pub text: String,
     pub d_model: usize,
@@ -46,6 +47,9 @@ fn class_pace(steps: usize) -> f64 {
         .unwrap_or(0.0)
 }
 
+/// The English preset's width, context, batch and steps.
+const ENGLISH: (usize, usize, usize, usize) = (64, 64, 16, 1500);
+
 /// A preset: its id (as in the URL), its title, and the story it tells.
 pub struct Preset {
     pub id: &'static str,
@@ -53,12 +57,19 @@ pub struct Preset {
     pub story: &'static str,
 }
 
-pub const PRESETS: [Preset; 4] = [
+pub const PRESETS: [Preset; 5] = [
     Preset {
         id: "sphere",
         title: "Tokens on the sphere",
         story: "A 2-layer transformer learns a small grammar. Each LayerNorm puts every token on a sphere; \
                 watch the points gather into clusters as training goes on.",
+    },
+    Preset {
+        id: "english",
+        title: "Learn to write English",
+        story: "A 2-layer transformer reads Jane Austen's Pride and Prejudice one character at a time and learns \
+                to predict the next one. Watch \"The model writes\": random letters turn into words, then into \
+                phrases, as the validation loss falls below the letter-frequency baseline.",
     },
     Preset {
         id: "race",
@@ -131,6 +142,20 @@ impl Settings {
                 ..base
             }),
             "brownian" => Some(Settings { preset: id.into(), steps: 300, steps_per_second: class_pace(300), ..base }),
+            // Sized so that the browser's CPU path writes words within about a minute (README).
+            "english" => Some(Settings {
+                preset: id.into(),
+                data: "austen".into(),
+                d_model: ENGLISH.0,
+                layers: 2,
+                heads: 4,
+                context: ENGLISH.1,
+                batch: ENGLISH.2,
+                steps: ENGLISH.3,
+                lr: 3e-3,
+                steps_per_second: 0.0,
+                ..base
+            }),
             _ => None,
         }
     }
@@ -185,7 +210,7 @@ impl Settings {
         c.model.causal = self.causal;
         c.model.seed = self.seed;
         c.seed = self.seed;
-        c.data = if self.data == "text" {
+        c.data = if self.data == "text" || self.data == "austen" {
             DataSpec::Text { text: self.text.clone() }
         } else {
             DataSpec::named(&self.data).map_err(|e| e.to_string())?

@@ -194,7 +194,11 @@ pub fn SettingsPanel(lab: Lab) -> impl IntoView {
                     "Data",
                     |s| s.data.clone(),
                     |s, v| s.data = v,
-                    DataSpec::BUILT_IN.iter().map(|n| (n.to_string(), n.to_string())).chain([("text".into(), "your text".into())]).collect(),
+                    DataSpec::BUILT_IN
+                        .iter()
+                        .map(|n| (n.to_string(), n.to_string()))
+                        .chain([("austen".into(), "English (Pride and Prejudice)".into()), ("text".into(), "your text".into())])
+                        .collect(),
                 )}
                 {number!(lab, "d-model", "d_model", d_model, count("d_model", 1024))}
                 {number!(lab, "layers", "layers", layers, count("layers", 32))}

@@ -119,6 +119,9 @@ fn parse_experiment(hash: &str) -> Read {
 /// (`&tour=N&hide=...`).
 pub fn encode(settings: &Settings, extra: &str) -> (String, bool) {
     let mut s = settings.clone();
+    if s.data == "austen" {
+        s.text.clear();
+    }
     let dropped = s.text.chars().count() > URL_TEXT_LIMIT;
     if dropped {
         s.text.clear();

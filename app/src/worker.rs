@@ -15,7 +15,7 @@ use std::rc::Rc;
 use engine::checkpoint::Snapshot;
 use engine::memory::DEFAULT_BUDGET;
 use engine::session::bench::BenchSpec;
-use engine::session::{BackendChoice, Experiment, Metrics, Progress, Session};
+use engine::session::{BackendChoice, Experiment, Metrics, Progress, Session, Writing};
 use engine::train::remote::{ShardPool, ShardTask, ShardWorker};
 use engine::Trainer;
 use js_sys::{Function, Promise};
@@ -134,6 +134,9 @@ struct Worker {
     second_allowed: bool,
     /// As a second worker: the model the shards are computed with.
     shard_worker: Option<ShardWorker>,
+    /// The step of the last written sample posted; a new one is due to the page.
+    written_sent: Option<usize>,
+    written_due: bool,
 }
 
 impl Worker {
@@ -161,6 +164,8 @@ impl Worker {
             second: None,
             second_allowed: true,
             shard_worker: None,
+            written_sent: None,
+            written_due: false,
         }
     }
 
@@ -301,6 +306,20 @@ impl Worker {
                     w.send(&Command::Trap);
                 }
             }
+            Command::Sample { spec, id } => {
+                let result = match self.session.as_mut() {
+                    Some(s) => s.sample(&spec).await.map_err(|e| e.to_string()),
+                    None => Err("no model yet: start or step a run first".into()),
+                };
+                self.post(Event::Samples { id, result });
+            }
+            Command::SetWriting { writing } => {
+                if let Some(s) = self.session.as_mut() {
+                    if let Err(e) = s.set_writing(writing) {
+                        self.error(format!("the writing settings were not changed: {e}"));
+                    }
+                }
+            }
             Command::ProbeAdapter => self.probe_adapter().await,
             Command::Bench { spec } => self.bench(spec).await,
             Command::Shard { model, batch, from, to } => self.shard(*model, batch, from..to, &bulk),
@@ -369,7 +388,11 @@ impl Worker {
             settings: settings.clone(),
             step: session.step_count(),
             metrics: m,
+            baselines: session.baselines(),
+            prompt: session.prompt().to_string(),
         });
+        self.written_sent = None;
+        self.written_due = !session.written().is_empty();
         self.settings = settings;
         self.timed = (0.0, 0);
         self.ms_per_step = None;
@@ -500,11 +523,12 @@ impl Worker {
                 self.post_backend();
             }
             match progress {
-                Ok(Progress::Stepped { recorded, .. }) => {
+                Ok(Progress::Stepped { recorded, wrote, .. }) => {
                     self.timed.0 += spent;
                     self.timed.1 += 1;
                     self.ms_per_step = Some(spent);
                     self.panels_due |= recorded;
+                    self.written_due |= wrote;
                 }
                 Ok(Progress::Done) => {
                     self.finish().await;
@@ -579,6 +603,13 @@ impl Worker {
         };
         self.sent = (m.train.len(), m.val.len(), m.diagnostics.len());
         post(&self.scope, &event, vec![], self.epoch);
+        if self.written_due {
+            let after = self.written_sent;
+            let written: Vec<_> = s.written().iter().filter(|w| after.is_none_or(|a| w.step > a)).cloned().collect();
+            self.written_sent = written.last().map(|w| w.step).or(after);
+            self.written_due = false;
+            post(&self.scope, &Event::Written { written }, vec![], self.epoch);
+        }
         let now = now_ms();
         self.last_progress = now;
         if force || (self.panels_due && now - self.last_panels >= PANELS_EVERY_MS) {
@@ -669,6 +700,7 @@ impl Worker {
         let metrics = Metrics { train: meta.train, val: meta.val, diagnostics: meta.diagnostics };
         let mut exp = Experiment::new(snap.config.clone());
         exp.backend = self.backend;
+        exp.writing = Writing { every: exp.train.eval_every, ..Writing::default() };
         match Session::restore(exp, snap, metrics, DEFAULT_BUDGET).await {
             Ok(session) => {
                 let step = session.step_count();
@@ -721,6 +753,7 @@ impl Worker {
         let (n, step) = (snap.params.len(), snap.step);
         let mut exp = Experiment::new(snap.config.clone());
         exp.backend = self.backend;
+        exp.writing = Writing { every: exp.train.eval_every, ..Writing::default() };
         match Session::restore(exp, snap, Metrics::default(), DEFAULT_BUDGET).await {
             Ok(session) => {
                 self.install(session, Some(settings), false);

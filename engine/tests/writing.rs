@@ -53,6 +53,14 @@ fn the_cached_forward_gives_the_full_forwards_logits_at_every_position() {
         assert!(kv.is_full());
         let err = m.forward_next(&mut kv, 0).unwrap_err().to_string();
         assert!(err.contains("holds all"), "{err}");
+        // The window at once: the same logits after it, and the same keys and values after that.
+        let half = t / 2 + 1;
+        let after = m.prefill(&mut kv, &tokens[..half]).unwrap().to_vec();
+        assert!(rel_err(&after, &full[half - 1]) < 1e-5, "prefill of {half}");
+        if half < t {
+            let next = m.forward_next(&mut kv, tokens[half]).unwrap().to_vec();
+            assert!(rel_err(&next, &full[half]) < 1e-5, "a token after the prefill");
+        }
         // A shorter window: the full forward of the prefix alone.
         let prefix = m.logits_full(&tokens[..t / 2 + 1]).unwrap();
         assert!(rel_err(&prefix[t / 2], &full[t / 2]) < 1e-5, "causal: the future does not matter");
@@ -119,9 +127,7 @@ fn sampled_first_tokens_follow_the_reported_probabilities() {
             counts[s.tokens[0] as usize] += 1;
         }
         // The reported distribution: all its candidates (top 5 and the rest from the model).
-        let mut kv = KvCache::new(&m.cfg);
-        m.forward_next(&mut kv, 0).unwrap();
-        let logits = m.forward_next(&mut kv, 1).unwrap().to_vec();
+        let logits = m.prefill(&mut KvCache::new(&m.cfg), &[0, 1]).unwrap().to_vec();
         let dist = Choice { temperature, top_k, top_p }.distribution(&logits);
         for (i, (text, p)) in top.iter().enumerate() {
             assert_eq!((voc.text(dist[i].0), dist[i].1), (text.as_str(), *p));

@@ -15,7 +15,7 @@ pub struct Baselines {
     total: f64,
 }
 
-#[derive(Clone, Copy, Debug, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct BaselineLoss {
     pub unigram: f64,
     pub bigram: f64,

@@ -33,6 +33,8 @@ pub struct KvCache<S> {
     scores: Vec<S>,
     /// The logits (V) after the last token.
     logits: Vec<S>,
+    /// The full forward's cache (one row of T), for windows run at once (`prefill`).
+    full: Option<Box<super::Cache<S>>>,
 }
 
 impl<S: Scalar> KvCache<S> {
@@ -55,6 +57,7 @@ impl<S: Scalar> KvCache<S> {
             act: z(f),
             scores: z(t),
             logits: z(cfg.vocab),
+            full: None,
         }
     }
 
@@ -139,6 +142,35 @@ impl<S: Scalar> Model<S> {
         layer_norm::forward(&mut kv.ln, &mut kv.u, &mut kv.rstd, &kv.x, self.p(l.lnf_w), self.p(l.lnf_b), c);
         linear::forward(&mut kv.logits, &kv.ln, self.p(l.head_w), self.p(l.head_b), 1, c, v);
         kv.len += 1;
+        Ok(&kv.logits)
+    }
+
+    /// Empties `kv` and runs `window` (1 to T tokens) through it at once: the full forward pass over
+    /// the window (its products as matrices, not one row at a time), whose keys and values the
+    /// cache keeps. Returns the logits (V) of the token after the window.
+    pub fn prefill<'a>(&self, kv: &'a mut KvCache<S>, window: &[u32]) -> Result<&'a [S]> {
+        let (t, c, v) = (self.cfg.context, self.cfg.d_model, self.cfg.vocab);
+        let n = window.len();
+        if n == 0 || n > t {
+            return Err(Error::Data(format!("a window of 1 to {t} tokens, got {n}")));
+        }
+        kv.clear();
+        if n == 1 || !self.cfg.causal {
+            // One token, or a model forward_next refuses with its message.
+            return self.forward_next(kv, window[0]);
+        }
+        let full = kv.full.get_or_insert_with(|| Box::new(super::Cache::new(&self.cfg, 1)));
+        let mut tokens = window.to_vec();
+        tokens.resize(t, 0);
+        self.forward(full, &tokens, &vec![crate::nn::loss::IGNORE; t])?;
+        for (i, b) in full.blocks.iter().enumerate() {
+            kv.k[i][..n * c].copy_from_slice(&b.k[..n * c]);
+            kv.v[i][..n * c].copy_from_slice(&b.v[..n * c]);
+        }
+        let l = &self.layout;
+        let last = &full.lnf_out[(n - 1) * c..n * c];
+        linear::forward(&mut kv.logits, last, self.p(l.head_w), self.p(l.head_b), 1, c, v);
+        kv.len = n;
         Ok(&kv.logits)
     }
 

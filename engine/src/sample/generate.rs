@@ -1,8 +1,10 @@
 //! Autoregressive writing: the prompt through the key/value cache, then one token at a time, each
 //! drawn as `choice` says from a seeded stream, with its probability and the best candidates.
 //!
-//! The window is the last T tokens (nanoGPT's crop): while it grows each token costs one token's
-//! work; once it is full, every new token shifts every position, and the window is run again.
+//! The window is the last T tokens (nanoGPT's crop): the prompt is run at once (`prefill`), then
+//! while the window grows each token costs one token's work; once it is full, every new token
+//! shifts every position (the positions are learned, absolute), and the window is run again, as
+//! the uncached path does for every token.
 
 use serde::{Deserialize, Serialize};
 
@@ -135,12 +137,7 @@ fn write(
 
 /// A fresh cache holding `window`; the logits after its last token.
 fn run(model: &Model<f32>, kv: &mut KvCache<f32>, window: &[u32]) -> Result<Vec<f32>> {
-    kv.clear();
-    let mut logits = Vec::new();
-    for &tok in window {
-        logits = model.forward_next(kv, tok)?.to_vec();
-    }
-    Ok(logits)
+    Ok(model.prefill(kv, window)?.to_vec())
 }
 
 /// The same writing without the cache: the full forward pass over the window for every token (the

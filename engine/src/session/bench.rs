@@ -9,6 +9,8 @@ use crate::data::Dataset;
 use crate::error::{Error, Result};
 use crate::memory;
 use crate::nn::matmul::{gemm, MatMut, MatRef};
+use crate::sample::generate::{generate_uncached, MAX_TOKENS};
+use crate::sample::{self, SampleSpec, Vocab};
 use crate::train::remote::{self, ShardPool};
 use crate::Trainer;
 
@@ -39,6 +41,9 @@ pub struct BenchSpec {
     /// Workers a step runs in: 1, or 2 (a second worker computes half of its shards, as the page's
     /// training worker does where there is a second core); 0: as the page would.
     pub workers: usize,
+    /// After the steps, time writing this many tokens (greedy, from the trained model) with the
+    /// key/value cache and with the full forward pass per token; 0 writes nothing.
+    pub write_tokens: usize,
 }
 
 impl Default for BenchSpec {
@@ -52,6 +57,7 @@ impl Default for BenchSpec {
             steps: 20,
             optimizer: "adam".into(),
             workers: 0,
+            write_tokens: 0,
         }
     }
 }
@@ -69,6 +75,17 @@ pub struct BenchResult {
     pub params: usize,
     /// Workers the steps ran in.
     pub workers: usize,
+    /// Writing speed, when `write_tokens` asked for it.
+    pub writing: Option<WritingSpeed>,
+}
+
+/// Tokens written per second with the key/value cache and without it (the full forward pass over
+/// the window for every token), from a one-token prompt: past the context the window slides.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct WritingSpeed {
+    pub tokens: usize,
+    pub cached_tokens_per_s: f64,
+    pub uncached_tokens_per_s: f64,
 }
 
 impl BenchSpec {
@@ -76,6 +93,12 @@ impl BenchSpec {
     pub fn config(&self) -> Result<TrainConfig> {
         if self.steps == 0 || self.steps > 10_000 {
             return Err(Error::Config(format!("bench steps must be 1 to 10000, got {}", self.steps)));
+        }
+        if self.write_tokens > MAX_TOKENS {
+            return Err(Error::Config(format!(
+                "bench write_tokens must be 0 to {MAX_TOKENS}, got {}",
+                self.write_tokens
+            )));
         }
         if self.workers > 2 {
             return Err(Error::Config(format!("bench workers must be 1 or 2 (0: as the page), got {}", self.workers)));
@@ -125,6 +148,10 @@ impl BenchSpec {
             gemm(1.0, MatRef::new(&a, n, n), MatRef::new(&a, n, n), 0.0, MatMut::new(&mut c, n, n));
         }
         let gemm_ms = (now() - start) / reps as f64;
+        let writing = match self.write_tokens {
+            0 => None,
+            n => Some(write_speed(&t, n, now)?),
+        };
         Ok(BenchResult {
             ms_per_step,
             gflops: flops / (ms_per_step * 1e6),
@@ -133,8 +160,27 @@ impl BenchSpec {
             warmup_steps,
             params: t.model().num_params(),
             workers: if pool.is_some() && t.splits() { 2 } else { 1 },
+            writing,
         })
     }
+}
+
+/// Times greedy writing of `n` tokens through the cache and through the full forward pass; both
+/// write the same tokens (checked, so the two are timed doing the same work).
+fn write_speed(t: &Trainer, n: usize, now: &dyn Fn() -> f64) -> Result<WritingSpeed> {
+    let vocab = Vocab::of(t.data());
+    let spec = SampleSpec { tokens: n, temperature: 0.0, ..SampleSpec::default() };
+    let start = now();
+    let cached = sample::generate(t.model(), &vocab, &spec)?.remove(0).tokens;
+    let cached_ms = now() - start;
+    let start = now();
+    let uncached = generate_uncached(t.model(), &[vocab.start], n, spec.choice(), 0)?;
+    let uncached_ms = now() - start;
+    if cached != uncached {
+        return Err(Error::Config("the cached and uncached paths wrote different tokens".into()));
+    }
+    let per_s = |ms: f64| n as f64 * 1000.0 / ms.max(1e-6);
+    Ok(WritingSpeed { tokens: n, cached_tokens_per_s: per_s(cached_ms), uncached_tokens_per_s: per_s(uncached_ms) })
 }
 
 #[cfg(all(test, not(target_arch = "wasm32")))]
@@ -156,7 +202,9 @@ mod tests {
         let now = move || clock.elapsed().as_secs_f64() * 1e3;
         let spec =
             BenchSpec { d_model: 32, layers: 1, heads: 2, context: 16, batch: 4, steps: 3, ..BenchSpec::default() };
-        let r = ready(spec.run(&now, None)).unwrap();
+        let r = ready(BenchSpec { write_tokens: 40, ..spec.clone() }.run(&now, None)).unwrap();
+        let w = r.writing.as_ref().expect("writing timed");
+        assert!(w.tokens == 40 && w.cached_tokens_per_s > 0.0 && w.uncached_tokens_per_s > 0.0, "{w:?}");
         let want = Trainer::new(spec.config().unwrap()).unwrap().model().num_params();
         assert_eq!((r.steps, r.params, r.workers), (3, want, 1));
         assert!(r.warmup_steps >= WARMUP.min_steps && r.warmup_steps <= WARMUP.max_steps, "{r:?}");

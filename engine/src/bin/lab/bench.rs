@@ -98,6 +98,15 @@ pub fn page_spec(as_json: bool, backend: Backend, spec: &str) -> Result<(), Erro
             default_threads()
         ),
     }
+    if let (false, Some(w)) = (as_json, &r.writing) {
+        println!(
+            "writing {} tokens: {:.0} tokens/s with the key/value cache, {:.0} without ({:.1}x)",
+            w.tokens,
+            w.cached_tokens_per_s,
+            w.uncached_tokens_per_s,
+            w.cached_tokens_per_s / w.uncached_tokens_per_s
+        );
+    }
     Ok(())
 }
 
