@@ -182,8 +182,8 @@ pub fn LossPanel(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                 {move || {
                     lab.baselines.get().zip(lab.run_config.with(|c| c.as_ref().map(|c| c.model.vocab))).map(|(b, v)| {
                         format!(
-                            "Read the loss against what needs no learning: a uniform guess among the {v} symbols scores \
-                             {:.2}, letter frequencies (unigram) {:.2}, the previous symbol alone (bigram) {:.2}.",
+                            "Without learning: a uniform guess among the {v} symbols scores {:.2}, letter frequencies \
+                             (unigram) {:.2}, the previous symbol alone (bigram) {:.2}.",
                             (v as f64).ln(),
                             b.unigram,
                             b.bigram

@@ -48,7 +48,7 @@ fn class_pace(steps: usize) -> f64 {
 }
 
 /// The English preset's width, context, batch and steps.
-const ENGLISH: (usize, usize, usize, usize) = (64, 64, 16, 1500);
+const ENGLISH: (usize, usize, usize, usize) = (64, 64, 16, 3000);
 
 /// A preset: its id (as in the URL), its title, and the story it tells.
 pub struct Preset {

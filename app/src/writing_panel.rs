@@ -6,6 +6,7 @@ use engine::sample::{Prediction, Sample, Step};
 use leptos::prelude::*;
 
 use crate::lab::Lab;
+use crate::panels::Explain;
 use crate::writing::{self, MORE_TOKENS};
 
 /// How a character is shown: a newline as a visible mark and a break, a space as itself.
@@ -79,10 +80,32 @@ pub fn WritingPanel(lab: Lab) -> impl IntoView {
     view! {
         <section id="panel-writing" class="panel" aria-labelledby="writing-title">
             <h2 id="writing-title">"The model writes"</h2>
-            <p class="explain">
-                "At every evaluation the model continues the prompt one character at a time, each drawn at random "
-                "from the probabilities it predicts. The darker a character's background, the surer the model was; "
-                "hover over it for the other characters it considered."
+            <Explain>
+                "At step 0 and at every evaluation the model continues the prompt (underlined) one character at a "
+                "time, each drawn at random from the probabilities it predicts at this temperature: the darker a "
+                "character's background, the surer the model was; hover over it for the other characters it "
+                "considered. Earlier samples stay below, so you can see the text improve."
+            </Explain>
+            <Show when=move || w.error.with(Option::is_some)>
+                <p id="writing-error" class="error" role="alert">{move || w.error.get().unwrap_or_default()}</p>
+            </Show>
+            <p
+                id="writing-sample"
+                class="writing"
+                aria-live="polite"
+                data-step=move || latest().map(|l| l.step.to_string())
+                data-text=move || latest().map(|l| l.sample.text)
+            >
+                {move || match latest() {
+                    Some(l) => {
+                        view! {
+                            <span class="writing-step">{format!("step {}: ", l.step)}</span>
+                            {sample_view(&l.sample)}
+                        }
+                            .into_any()
+                    }
+                    None => "Start the run: the model writes at step 0 and at every evaluation.".into_any(),
+                }}
             </p>
             <div class="writing-controls">
                 <label>
@@ -129,27 +152,6 @@ pub fn WritingPanel(lab: Lab) -> impl IntoView {
                     {format!("Write more ({MORE_TOKENS} characters)")}
                 </button>
             </div>
-            <Show when=move || w.error.with(Option::is_some)>
-                <p id="writing-error" class="error" role="alert">{move || w.error.get().unwrap_or_default()}</p>
-            </Show>
-            <p
-                id="writing-sample"
-                class="writing"
-                aria-live="polite"
-                data-step=move || latest().map(|l| l.step.to_string())
-                data-text=move || latest().map(|l| l.sample.text)
-            >
-                {move || match latest() {
-                    Some(l) => {
-                        view! {
-                            <span class="writing-step">{format!("step {}: ", l.step)}</span>
-                            {sample_view(&l.sample)}
-                        }
-                            .into_any()
-                    }
-                    None => "Start the run: the model writes at step 0 and at every evaluation.".into_any(),
-                }}
-            </p>
             <Show when=move || w.more.with(Option::is_some)>
                 <p id="writing-more" class="writing" data-text=move || w.more.with(|m| m.as_ref().map(|m| m.text.clone()))>
                     {move || w.more.with(|m| m.as_ref().map(sample_view))}
@@ -178,7 +180,7 @@ pub fn WritingPanel(lab: Lab) -> impl IntoView {
                 </ol>
             </details>
             <h3>"Next character, on the probe row"</h3>
-            <p class="explain">
+            <p class="note">
                 "The validation text the sphere shows, each character coloured by the probability the model gave it "
                 "before seeing it: blue it expected, orange it did not."
             </p>
