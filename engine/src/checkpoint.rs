@@ -123,6 +123,13 @@ impl Snapshot {
         cfg.config.model.validate()?;
         let layout = Layout::new(&cfg.config.model);
         let params = flat_from_named(&layout, from_safetensors(&read(MODEL_FILE)?, MODEL_FILE)?, MODEL_FILE)?;
+        // A run that went non-finite keeps its last good state: weights like these were not saved by it.
+        if let Some(i) = params.iter().position(|v| !v.is_finite()) {
+            return Err(Error::Checkpoint(format!(
+                "{}: weight {i} is not finite (NaN or infinity); the model cannot be used",
+                dir.join(MODEL_FILE).display()
+            )));
+        }
         let optimizer =
             from_safetensors(&read(OPTIMIZER_FILE)?, OPTIMIZER_FILE)?.into_iter().map(|(n, (_, v))| (n, v)).collect();
         Ok(Snapshot { config: cfg.config, step: cfg.step, params, optimizer })

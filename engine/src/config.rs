@@ -10,6 +10,8 @@ pub const MAX_VOCAB: usize = 256;
 /// Largest width and context: the lab is for models that fit a browser tab.
 pub const MAX_D_MODEL: usize = 1024;
 pub const MAX_CONTEXT: usize = 1024;
+/// Most validation batches an evaluation may average: more is a typo, and would never end.
+pub const MAX_EVAL_BATCHES: usize = 1000;
 pub const MAX_LAYERS: usize = 32;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -427,9 +429,36 @@ impl TrainConfig {
         if tokens > 1 << 20 {
             return Err(Error::Config(format!("batch x context = {tokens} tokens is over the limit of {}", 1 << 20)));
         }
+        if self.eval_batches > MAX_EVAL_BATCHES {
+            return Err(Error::Config(format!(
+                "eval_batches = {} is over the limit of {MAX_EVAL_BATCHES}",
+                self.eval_batches
+            )));
+        }
         match &self.optimizer {
             OptimizerConfig::Muon(c) => c.validate()?,
             OptimizerConfig::Soap(c) => c.validate()?,
+            &OptimizerConfig::Adam { beta1, beta2, eps, weight_decay } => {
+                let unit = |b: f32| b.is_finite() && (0.0..1.0).contains(&b);
+                if !(unit(beta1) && unit(beta2)) {
+                    return Err(Error::Config(format!("Adam's betas must be in [0, 1), got {beta1} and {beta2}")));
+                }
+                if !(eps.is_finite() && eps > 0.0 && weight_decay.is_finite() && weight_decay >= 0.0) {
+                    return Err(Error::Config(format!(
+                        "Adam's eps must be positive and weight_decay non-negative, got {eps} and {weight_decay}"
+                    )));
+                }
+            }
+            &OptimizerConfig::Sgd { momentum, weight_decay }
+                if !(momentum.is_finite()
+                    && (0.0..1.0).contains(&momentum)
+                    && weight_decay.is_finite()
+                    && weight_decay >= 0.0) =>
+            {
+                return Err(Error::Config(format!(
+                    "SGD's momentum must be in [0, 1) and weight_decay non-negative, got {momentum} and {weight_decay}"
+                )));
+            }
             _ => {}
         }
         if let Some(so) = self.optimizer.second_order() {

@@ -365,3 +365,83 @@ fn train_writes_a_sample_on_its_schedule() {
     let (ok, _, stderr) = lab(&["train", "--steps", "5", "--sample-every", "0"]);
     assert!(!ok && stderr.contains("--sample-every"), "{stderr}");
 }
+
+/// `lab` under a time limit: a hang is a failure, not a stuck test.
+fn lab_within(seconds: u32, args: &[&str]) -> (bool, String) {
+    let out = Command::new("timeout")
+        .arg(seconds.to_string())
+        .arg(env!("CARGO_BIN_EXE_lab"))
+        .args(args)
+        .output()
+        .expect("timeout runs lab");
+    assert_ne!(out.status.code(), Some(124), "lab {args:?} ran past {seconds} s");
+    (out.status.success(), String::from_utf8_lossy(&out.stderr).into())
+}
+
+#[test]
+fn bad_input_gets_a_message_before_any_work_never_a_panic_or_a_hang() {
+    let dir = std::env::temp_dir().join(format!("spherewalk-bad-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let refused = |args: &[&str], want: &str| {
+        let (ok, stderr) = lab_within(60, args);
+        assert!(!ok && stderr.contains(want) && !stderr.contains("panicked"), "{args:?}: {stderr}");
+    };
+    // Endless files are refused at a size limit, not read until memory runs out.
+    refused(&["train", "--data", "/dev/zero"], "over the limit of 64 MiB");
+    refused(&["train", "--config", "/dev/zero"], "over the limit of 64 MiB");
+    refused(&["race", "--data", "/dev/urandom", "--optimizers", "adam", "--target-loss", "2"], "over the limit");
+    refused(&["train", "--data", "missing.txt"], "there is no file missing.txt");
+    // Refused before the run, not after it.
+    refused(
+        &["train", "--layers", "1", "--flow", "2", "--steps", "100000"],
+        "--flow 2: this model's depths are 0 to 1",
+    );
+    refused(&["bench", "--iters", "0"], "--iters must be at least 1");
+    refused(&["race", "--optimizers", "adam", "--target-loss", "NaN"], "--target-loss");
+    refused(&["race", "--optimizers", "adam", "--target-loss", "-1"], "--target-loss");
+    // Impossible settings in a config file, which names itself in the message.
+    let (ok, stdout, _) = lab(&["train", "--print-config"]);
+    assert!(ok);
+    let exp: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let config = dir.join("exp.json");
+    let path = config.to_str().unwrap();
+    for (field, value, want) in [
+        ("eval_batches", serde_json::json!(1_000_000_000u64), "eval_batches = 1000000000 is over the limit of 1000"),
+        (
+            "optimizer",
+            serde_json::json!({"kind": "adam", "beta1": 1.5, "beta2": 0.99, "eps": 1e-8, "weight_decay": 0.0}),
+            "Adam's betas must be in [0, 1)",
+        ),
+        (
+            "optimizer",
+            serde_json::json!({"kind": "adam", "beta1": 0.9, "beta2": 0.99, "eps": 0.0, "weight_decay": 0.0}),
+            "Adam's eps must be positive",
+        ),
+    ] {
+        let mut e = exp.clone();
+        e["train"][field] = value;
+        std::fs::write(&config, e.to_string()).unwrap();
+        refused(&["train", "--config", path], want);
+    }
+    // A byte-order mark is not an error.
+    let mut e = exp.clone();
+    e["train"]["steps"] = 2.into();
+    std::fs::write(&config, format!("\u{feff}{e}")).unwrap();
+    let (ok, stderr) = lab_within(60, &["train", "--config", path]);
+    assert!(ok, "{stderr}");
+    // A checkpoint with a NaN weight is refused by every command that reads it.
+    let ckpt = dir.join("ckpt");
+    let mut args = vec!["train", "--steps", "2", "--save", ckpt.to_str().unwrap()];
+    args.extend(TINY);
+    assert!(lab(&args).0);
+    let model = ckpt.join("model.safetensors");
+    let mut bytes = std::fs::read(&model).unwrap();
+    let n = bytes.len();
+    bytes[n - 4..].copy_from_slice(&f32::NAN.to_le_bytes());
+    std::fs::write(&model, bytes).unwrap();
+    let c = ckpt.to_str().unwrap();
+    refused(&["eval", "--checkpoint", c], "is not finite");
+    refused(&["sample", "--checkpoint", c], "is not finite");
+    refused(&["train", "--resume", c], "is not finite");
+    let _ = std::fs::remove_dir_all(&dir);
+}

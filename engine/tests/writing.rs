@@ -1,6 +1,7 @@
 //! What the model writes: the key/value cache against the full forward pass, greedy writing
 //! against the full forward's argmax, sampled frequencies against the reported probabilities
 //! (chi-square), and the session's writing schedule.
+#![cfg(not(target_arch = "wasm32"))]
 
 use engine::config::{DataSpec, ModelConfig, TrainConfig};
 use engine::gpu::block_on;

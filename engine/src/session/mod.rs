@@ -414,6 +414,10 @@ impl Session {
     /// recorded frames (about a second of compute; kept until a new frame is recorded). The sphere
     /// view's basis for `depth` comes from the panels.
     pub fn flow(&mut self, depth: usize) -> Result<Flow> {
+        let layers = self.exp.train.model.layers;
+        if depth > layers {
+            return Err(Error::Config(format!("depth {depth} is not one of this model's depths, 0 to {layers}")));
+        }
         let last = self.probe.frames().last().map_or(0, |f| f.step);
         if let Some(f) = self.flow.as_ref().filter(|f| f.depth == depth && f.step == last) {
             return Ok(f.clone());

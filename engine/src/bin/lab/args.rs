@@ -97,6 +97,28 @@ pub struct SecondOrderArgs {
     pub momentum: Option<f32>,
 }
 
+/// Most bytes of a text or a config file `lab` reads: far more than any run needs, and a
+/// device such as /dev/zero is refused instead of read until memory runs out.
+pub const MAX_FILE_BYTES: u64 = 64 << 20;
+
+/// The whole file at `path` (`what` names it in the errors), refused past [`MAX_FILE_BYTES`].
+pub fn read_limited(path: &std::path::Path, what: &str) -> Result<Vec<u8>, Error> {
+    use std::io::Read;
+    let file = std::fs::File::open(path).map_err(|e| Error::Data(format!("{what} {}: {e}", path.display())))?;
+    let mut bytes = Vec::new();
+    file.take(MAX_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| Error::Data(format!("{what} {}: {e}", path.display())))?;
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(Error::Data(format!(
+            "{what} {} is over the limit of {} MiB",
+            path.display(),
+            MAX_FILE_BYTES >> 20
+        )));
+    }
+    Ok(bytes)
+}
+
 pub fn data_spec(arg: &str) -> Result<DataSpec, Error> {
     if DataSpec::BUILT_IN.contains(&arg) {
         return DataSpec::named(arg);
@@ -109,9 +131,12 @@ pub fn data_spec(arg: &str) -> Result<DataSpec, Error> {
     }
     let path = PathBuf::from(arg);
     if !path.exists() {
+        if arg.contains(std::path::MAIN_SEPARATOR) || arg.contains('.') {
+            return Err(Error::Data(format!("there is no file {arg}")));
+        }
         return DataSpec::named(arg); // the "unknown data set" message lists the built-in names
     }
-    let bytes = std::fs::read(&path)?;
+    let bytes = read_limited(&path, "the data")?;
     let text = String::from_utf8(bytes).map_err(|_| Error::Data(format!("{} is not UTF-8 text", path.display())))?;
     Ok(DataSpec::Text { text })
 }

@@ -140,7 +140,13 @@ struct TrainArgs {
 /// The experiment the flags (or --config) describe.
 fn experiment_of(a: &TrainArgs) -> Result<Experiment, Error> {
     let mut exp = match &a.config {
-        Some(path) => Experiment::from_json(&std::fs::read_to_string(path)?)?,
+        Some(path) => {
+            let bytes = args::read_limited(path, "the config")?;
+            let text = String::from_utf8(bytes)
+                .map_err(|_| Error::Config(format!("the config {} is not UTF-8 text", path.display())))?;
+            Experiment::from_json(text.trim_start_matches('\u{feff}'))
+                .map_err(|e| Error::Config(format!("{}: {e}", path.display())))?
+        }
         None => {
             let mut exp = Experiment::new(a.run.config(&a.optimizer, a.seed)?);
             exp.backend = BackendChoice::Cpu;
@@ -162,6 +168,11 @@ fn experiment_of(a: &TrainArgs) -> Result<Experiment, Error> {
 
 fn train(a: TrainArgs) -> Result<(), Error> {
     let exp = experiment_of(&a)?;
+    // Refused before the run, not after it.
+    if let Some(depth) = a.flow.filter(|&d| d > exp.train.model.layers) {
+        let layers = exp.train.model.layers;
+        return Err(Error::Config(format!("--flow {depth}: this model's depths are 0 to {layers}")));
+    }
     if a.print_config {
         println!("{}", exp.to_json());
         return Ok(());
@@ -356,6 +367,7 @@ fn main() -> ExitCode {
         Command::Gradcheck { json } => gradcheck(json),
         Command::Eval { checkpoint, data, grads, json } => eval(checkpoint, data, grads, json),
         Command::Bench { json, backend, spec: Some(spec), .. } => bench::page_spec(json, backend, &spec),
+        Command::Bench { iters: 0, spec: None, .. } => Err(Error::Config("--iters must be at least 1".into())),
         Command::Bench { json, iters, backend, sizes, optimizers, matmul, spec: None } => {
             bench::run(json, iters, backend, bench::Only { sizes, optimizers, matmul })
         }

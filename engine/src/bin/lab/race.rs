@@ -98,6 +98,9 @@ pub fn run(a: RaceArgs) -> Result<(), Error> {
     if names.is_empty() || a.seeds == 0 {
         return Err(Error::Config("race needs at least one optimizer and one seed".into()));
     }
+    if !(a.target_loss.is_finite() && a.target_loss > 0.0) {
+        return Err(Error::Config(format!("--target-loss must be a positive number of nats, got {}", a.target_loss)));
+    }
     let mut results = Vec::new();
     for name in &names {
         let mut runs = Vec::new();
