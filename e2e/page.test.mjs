@@ -1687,3 +1687,36 @@ test('spherewalk.sample writes what lab sample writes for the same model and see
   assert.equal(empty[0].steps.length, 5, 'an empty prompt starts from the data\'s first token');
   assert.deepEqual(problems, [], 'no console errors or exceptions');
 });
+
+test('a script\'s unreadable value is refused before the wasm, and a resumed run keeps its pace', { timeout: 180_000 }, async (t) => {
+  const { page, problems } = await launch(t);
+  await open(page, '');
+  // A cycle or a deep nest: a message, and every API call and Start still work afterwards.
+  const messages = await page.evaluate(async () => {
+    const o = {}; o.o = o;
+    let deep = {}; for (let i = 0; i < 100000; i++) deep = { d: deep };
+    const msg = (p) => p.then(() => 'resolved', (e) => e.message);
+    return [await msg(spherewalk.train(o)), await msg(spherewalk.bench(o)), await msg(spherewalk.train(deep)), await msg(spherewalk.sample(deep))];
+  });
+  for (const m of messages) assert.match(m, /cannot be read|recursion limit|not valid JSON/, m);
+  const exp = JSON.parse(await page.evaluate(() => spherewalk.experiment()));
+  exp.train.steps = 10;
+  const summary = await page.evaluate((e) => spherewalk.train(e), exp);
+  assert.equal(summary.steps, 10, 'the API works after the refusals');
+  // The page's own run at 16 steps/s, saved, reloaded and resumed: still about 16 steps/s.
+  await page.selectOption('#pace', '16');
+  await page.click('#start');
+  await stepTo(page, 20);
+  await page.click('#start');
+  await waitPhase(page, ['paused']);
+  await page.reload({ waitUntil: 'load' });
+  await page.waitForSelector('#resume-saved', { timeout: 15_000 });
+  await page.click('#resume-saved');
+  await waitPhase(page, ['training']);
+  const s0 = await stepOf(page);
+  await page.waitForTimeout(3000);
+  const rate = ((await stepOf(page)) - s0) / 3;
+  assert.ok(rate > 4 && rate < 24, `the resumed run goes at its pace of 16 steps/s (${rate.toFixed(1)})`);
+  assert.equal(await valueOf(page, '#pace'), '16');
+  assert.deepEqual(problems, [], 'no console errors or exceptions');
+});

@@ -379,6 +379,10 @@ impl Lab {
                 if let Some(s) = settings.as_ref().filter(|s| self.settings.with_untracked(|now| now != *s)) {
                     self.settings.set(s.clone());
                 }
+                // A resumed run goes at its own pace, not as fast as possible.
+                if let Some(s) = settings.as_ref() {
+                    self.send(Command::SetPace { steps_per_second: s.pace() });
+                }
                 self.run_settings.set(settings.or_else(|| Some(Settings::from_config(&config))));
                 self.run_config.set(Some(*config));
                 self.step.set(step);

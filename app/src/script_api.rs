@@ -41,13 +41,11 @@ fn set(obj: &Object, key: &str, value: &JsValue) {
 
 /// The experiment a script passed, or a JS Error saying what is wrong with it.
 fn experiment_of(config: &JsValue) -> Result<Experiment, JsValue> {
-    let parsed = match config.as_string() {
-        Some(text) => Experiment::from_json(&text),
-        None => serde_wasm_bindgen::from_value::<serde_json::Value>(config.clone())
-            .map_err(|e| engine::Error::Config(format!("the config is not a JSON object: {e}")))
-            .and_then(Experiment::from_value),
+    let text = match config.as_string() {
+        Some(text) => text,
+        None => json_of(config, "the config")?,
     };
-    parsed.map_err(|e| js_sys::Error::new(&e.to_string()).into())
+    Experiment::from_json(&text).map_err(|e| js_sys::Error::new(&e.to_string()).into())
 }
 
 /// How a worker's event settles a script's promise: `None` while it is still running.
@@ -128,16 +126,10 @@ fn train(config: JsValue, on_event: JsValue) -> Promise {
 /// workers}`, each optional; resolves to `{ms_per_step, gflops, gemm_gflops, steps, warmup_steps,
 /// params, workers}`.
 fn bench(spec: JsValue) -> Promise {
-    let spec = if spec.is_undefined() || spec.is_null() {
-        Ok(BenchSpec::default())
-    } else {
-        // Through serde_json, so a misspelt field is an error (serde_wasm_bindgen reads only the
-        // fields a struct names).
-        serde_wasm_bindgen::from_value::<serde_json::Value>(spec)
-            .map_err(|e| e.to_string())
-            .and_then(|v| serde_json::from_value::<BenchSpec>(v).map_err(|e| e.to_string()))
-            .map_err(|e| format!("the bench settings cannot be read: {e}"))
-    };
+    // Through JSON text, so a misspelt field is an error and a cycle never reaches the wasm.
+    let spec = json_of(&spec, "the bench settings").map_err(|e| spherewalk::js::error_text(&e)).and_then(|text| {
+        serde_json::from_str::<BenchSpec>(&text).map_err(|e| format!("the bench settings cannot be read: {e}"))
+    });
     let spec = match spec {
         Ok(s) => s,
         Err(e) => return Promise::reject(&js_sys::Error::new(&e).into()),
@@ -149,7 +141,9 @@ fn bench(spec: JsValue) -> Promise {
 }
 
 /// A script's argument as JSON text: `JSON.stringify` throws on a cycle and has a depth of its own,
-/// so a value that cannot be read is refused here, before any of it reaches the wasm's serde.
+/// so a value that cannot be read is refused here, before any of it reaches the wasm's serde (which
+/// overflowed the wasm stack on a cycle and left the page unusable); serde_json's own depth limit
+/// refuses what is deeply nested but finite.
 fn json_of(value: &JsValue, what: &str) -> Result<String, JsValue> {
     if value.is_undefined() || value.is_null() {
         return Ok("{}".into());
