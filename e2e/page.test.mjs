@@ -1688,7 +1688,7 @@ test('spherewalk.sample writes what lab sample writes for the same model and see
   assert.deepEqual(problems, [], 'no console errors or exceptions');
 });
 
-test('a script\'s unreadable value is refused before the wasm, and a resumed run keeps its pace', { timeout: 180_000 }, async (t) => {
+test('a script\'s unreadable value is refused before the wasm, its runs never replace the page\'s saved run, and a resumed run keeps its pace', { timeout: 180_000 }, async (t) => {
   const { page, problems } = await launch(t);
   await open(page, '');
   // A cycle or a deep nest: a message, and every API call and Start still work afterwards.
@@ -1709,8 +1709,14 @@ test('a script\'s unreadable value is refused before the wasm, and a resumed run
   await stepTo(page, 20);
   await page.click('#start');
   await waitPhase(page, ['paused']);
+  await page.waitForFunction(() => Number(document.getElementById('saved')?.dataset.step) >= 20, null, { timeout: 10_000 });
+  const pausedAt = await stepOf(page);
+  // A script's run meanwhile does not replace the page's saved run.
+  const again = await page.evaluate((e) => spherewalk.train(e), exp);
+  assert.equal(again.steps, 10);
   await page.reload({ waitUntil: 'load' });
   await page.waitForSelector('#resume-saved', { timeout: 15_000 });
+  assert.match(await textOf(page, '#saved-run'), new RegExp(`step ${pausedAt} of 400 \\(sphere preset`), 'the page\'s run is the saved one');
   await page.click('#resume-saved');
   await waitPhase(page, ['training']);
   const s0 = await stepOf(page);

@@ -5,8 +5,8 @@
 //! While running, the worker takes steps for about [`CHUNK_MS`], then lets its event loop run (new
 //! commands), and posts what changed: new loss points at most every [`PROGRESS_EVERY_MS`], the
 //! panels at most every [`PANELS_EVERY_MS`] when a probe frame was recorded, and saves the run to
-//! IndexedDB every [`SAVE_EVERY_MS`]. These wall-clock intervals only decide when the page hears
-//! about the numbers; the numbers themselves follow the session's step schedule.
+//! IndexedDB every [`SAVE_EVERY_MS`] (the page's own run only). These wall-clock intervals only
+//! decide when the page hears about the numbers; the numbers follow the session's step schedule.
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
@@ -638,6 +638,11 @@ impl Worker {
             return;
         }
         self.last_save = now;
+        // Only the page's own run (it comes with the page's settings) is saved: a script's run
+        // (`spherewalk.train`) or a race rival must not replace it in the one saved slot.
+        if self.settings.is_none() {
+            return;
+        }
         let Some(s) = self.session.as_mut() else { return };
         let snap = match s.snapshot().await {
             Ok(snap) => snap,
