@@ -27,7 +27,8 @@ pub struct WritingState {
     pub prompt: RwSignal<String>,
     pub temperature: RwSignal<f64>,
     pub top_k: RwSignal<usize>,
-    /// Bumped by each "Write more", so each draws anew (and the same on every machine).
+    /// Bumped by each request ("Write more" or a script's), so each "Write more" draws anew; it also
+    /// numbers the requests, so an answer finds its asker.
     pub seed: RwSignal<u64>,
     /// Why the last request was refused.
     pub error: RwSignal<Option<String>>,
