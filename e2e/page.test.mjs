@@ -247,9 +247,15 @@ test('the page trains the default experiment in the browser and the loss goes do
 // ---------------------------------------------------------------- the lab's features
 
 /** A fresh headless Chromium with the page's problems (console errors, exceptions) collected. */
-async function launch(t, options = {}) {
+async function launch(t, { preferences, profile, ...options } = {}) {
   mkdirSync(ARTIFACTS, { recursive: true });
-  const userDataDir = mkdtempSync(join(tmpdir(), 'spherewalk-chromium-'));
+  // A new profile, or `profile` (the folder of an earlier launch: a browser opened again).
+  const userDataDir = profile ?? mkdtempSync(join(tmpdir(), 'spherewalk-chromium-'));
+  // The profile's settings, as a visitor would have set them in the browser's settings page.
+  if (preferences) {
+    mkdirSync(join(userDataDir, 'Default'));
+    writeFileSync(join(userDataDir, 'Default', 'Preferences'), JSON.stringify(preferences));
+  }
   const context = await chromium.launchPersistentContext(userDataDir, {
     executablePath: EXECUTABLE,
     headless: true,
@@ -273,7 +279,7 @@ async function launch(t, options = {}) {
   page.on('response', (res) => {
     if (res.status() >= 400) problems.push(`HTTP ${res.status()} for ${res.url()}`);
   });
-  return { context, page, problems };
+  return { context, page, problems, userDataDir };
 }
 
 const phase = (page) => page.evaluate(() => document.getElementById('status')?.dataset.phase);
@@ -1724,5 +1730,71 @@ test('a script\'s unreadable value is refused before the wasm, its runs never re
   const rate = ((await stepOf(page)) - s0) / 3;
   assert.ok(rate > 4 && rate < 24, `the resumed run goes at its pace of 16 steps/s (${rate.toFixed(1)})`);
   assert.equal(await valueOf(page, '#pace'), '16');
+  assert.deepEqual(problems, [], 'no console errors or exceptions');
+});
+
+test('storage: a save counts once stored; a full or blocked storage is said and the last save kept; a d1024 Adam run trains and saves', { timeout: 300_000 }, async (t) => {
+  const first = await launch(t);
+  await open(first.page, '');
+  await first.page.click('#start');
+  await stepTo(first.page, 10);
+  await first.page.click('#start');
+  await waitPhase(first.page, ['paused']);
+  await first.page.waitForFunction(() => Number(document.getElementById('saved')?.dataset.step) >= 10, null, { timeout: 10_000 });
+  const kept = Number(await first.page.evaluate(() => document.getElementById('saved').dataset.step));
+  assert.deepEqual(first.problems, [], 'no console errors or exceptions');
+  await first.context.close();
+  // The same browser opened again, its site's quota now below what the saved run takes: the
+  // resumed run's next save aborts in its transaction.
+  const { page, problems } = await launch(t, { profile: first.userDataDir });
+  const cdp = await page.context().newCDPSession(page);
+  await cdp.send('Storage.overrideQuotaForOrigin', { origin: new URL(PAGE_URL).origin, quotaSize: 1000 });
+  await open(page, '');
+  await page.waitForSelector('#resume-saved', { timeout: 15_000 });
+  await page.click('#resume-saved');
+  await waitPhase(page, ['training']);
+  await stepTo(page, kept + 10);
+  await page.click('#start');
+  await waitPhase(page, ['paused']);
+  await page.waitForSelector('#saved.save-failed', { timeout: 15_000 });
+  assert.match(await textOf(page, '#saved'), new RegExp(`storage for this site is full.*; the save of step ${kept} is kept`));
+  await page.reload({ waitUntil: 'load' });
+  await page.waitForSelector('#resume-saved', { timeout: 15_000 });
+  assert.match(await textOf(page, '#saved-run'), new RegExp(`step ${kept} of`), 'storage holds the last save that was stored');
+  await cdp.send('Storage.overrideQuotaForOrigin', { origin: new URL(PAGE_URL).origin });
+
+  // Width 1024 with Adam: 150 MB of weights and moments, more than Chromium takes in one stored
+  // value; the run trains, saves in parts and resumes from them.
+  const wide = { preset: 'custom', data: 'grammar', text: '', d_model: 1024, layers: 1, heads: 4, context: 16, activation: 'gelu', causal: true, optimizer: 'adam', lr: 0.003, steps: 20, batch: 2, seed: 0, steps_per_second: 0 };
+  await open(page, '#s=' + encodeURIComponent(JSON.stringify(wide)));
+  await page.click('#start');
+  await stepTo(page, 2, 90_000);
+  await page.click('#start');
+  await waitPhase(page, ['paused'], 30_000);
+  const at = await stepOf(page);
+  await page.waitForFunction((k) => Number(document.getElementById('saved')?.dataset.step) === k, at, { timeout: 60_000 });
+  assert.equal(await page.$('#saved.save-failed'), null);
+  await page.reload({ waitUntil: 'load' });
+  await page.waitForSelector('#resume-saved', { timeout: 30_000 });
+  assert.match(await textOf(page, '#saved-run'), new RegExp(`step ${at} of 20 \\(custom preset, adam`));
+  await page.click('#resume-saved');
+  await waitPhase(page, ['training'], 60_000);
+  assert.ok((await stepOf(page)) >= at, 'resumed from the parts');
+  await stepTo(page, at + 1, 60_000);
+  assert.deepEqual(problems, [], 'no console errors or exceptions');
+});
+
+test('storage: with site data blocked the page says runs cannot be saved, and trains anyway', { timeout: 120_000 }, async (t) => {
+  const preferences = { profile: { default_content_setting_values: { cookies: 2 } } };
+  const { page, problems } = await launch(t, { preferences });
+  await open(page, '');
+  await page.waitForSelector('#saved.save-failed', { timeout: 15_000 });
+  assert.match(await textOf(page, '#saved'), /runs cannot be saved in this browser .*site data is blocked/);
+  await page.click('#start');
+  await stepTo(page, 10);
+  await page.click('#start');
+  await waitPhase(page, ['paused']);
+  await page.waitForTimeout(500);
+  assert.match(await textOf(page, '#saved'), /browser storage: .*site data is blocked/, 'never "saved"');
   assert.deepEqual(problems, [], 'no console errors or exceptions');
 });

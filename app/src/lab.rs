@@ -169,6 +169,8 @@ pub struct Lab {
     pub saved: RwSignal<Option<(usize, usize, String)>>,
     /// The step of the last save to the browser's storage.
     pub saved_step: RwSignal<Option<usize>>,
+    /// Why the last save (or opening the storage) failed, until a save succeeds.
+    pub save_failed: RwSignal<Option<String>>,
     /// A note about the run (restored, model loaded, ...).
     pub notice: RwSignal<Option<String>>,
     /// The backend the user picked.
@@ -227,6 +229,7 @@ impl Lab {
             selected: RwSignal::new(None),
             saved: RwSignal::new(None),
             saved_step: RwSignal::new(None),
+            save_failed: RwSignal::new(None),
             notice: RwSignal::new(None),
             backend: RwSignal::new(BackendChoice::default()),
             backend_line: RwSignal::new(BackendChoice::default().idle_line()),
@@ -341,7 +344,12 @@ impl Lab {
         let current = protocol::epoch_of(&data) == self.epoch.get_untracked();
         match protocol::decode::<Event>(&data) {
             Ok((event, bulk)) => {
-                if current || matches!(event, Event::Ready { .. } | Event::SavedRun { .. } | Event::Adapter { .. }) {
+                if current
+                    || matches!(
+                        event,
+                        Event::Ready { .. } | Event::SavedRun { .. } | Event::NotSaved { .. } | Event::Adapter { .. }
+                    )
+                {
                     self.on_event(event, bulk);
                 }
             }
@@ -450,7 +458,11 @@ impl Lab {
             }
             Event::Notice { text } => self.notice.set(Some(text)),
             Event::Error { text } => self.error.set(Some(text)),
-            Event::Saved { step } => self.saved_step.set(Some(step)),
+            Event::Saved { step } => {
+                self.saved_step.set(Some(step));
+                self.save_failed.set(None);
+            }
+            Event::NotSaved { why } => self.save_failed.set(Some(why)),
             Event::SavedRun { step, total, what } => {
                 if self.run_settings.with_untracked(Option::is_none) {
                     self.saved.set(Some((step, total, what)));

@@ -100,6 +100,14 @@ fn dark_mode_signal() -> RwSignal<bool> {
 fn fmt_loss(v: Option<f32>) -> String {
     v.map(|l| format!("{l:.4}")).unwrap_or_else(|| "–".to_string())
 }
+/// What storage holds of the run: the last save, or why a save failed (then what is still kept).
+fn saved_line(step: Option<usize>, failed: Option<String>) -> String {
+    match (step, failed) {
+        (_, None) => step.map(|s| format!("saved in this browser at step {s}")).unwrap_or_default(),
+        (Some(s), Some(why)) => format!("{why}; the save of step {s} is kept"),
+        (None, Some(why)) => why,
+    }
+}
 
 #[component]
 fn App() -> impl IntoView {
@@ -500,8 +508,13 @@ fn App() -> impl IntoView {
             <SettingsPanel lab=lab />
             <section class="controls model" aria-label="the model as a file">
                 <button id="export" type="button" on:click=on_export>"Export JSON"</button>
-                <span id="saved" class="note" data-step=move || lab.saved_step.get().map(|s| s.to_string())>
-                    {move || lab.saved_step.get().map(|s| format!("saved in this browser at step {s}")).unwrap_or_default()}
+                <span
+                    id="saved"
+                    class="note"
+                    class:save-failed=move || lab.save_failed.with(Option::is_some)
+                    data-step=move || lab.saved_step.get().map(|s| s.to_string())
+                >
+                    {move || saved_line(lab.saved_step.get(), lab.save_failed.get())}
                 </span>
                 <button id="download-model" type="button" on:click=on_download_model>"Download model"</button>
                 <button id="download-config" type="button" on:click=on_download_config>"Download config"</button>

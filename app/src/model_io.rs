@@ -44,12 +44,12 @@ pub fn to_record(snap: &Snapshot, meta: &SavedMeta) -> Result<Record, String> {
     Ok(Record { meta, model, optimizer })
 }
 
-pub fn meta_of(rec: &Record) -> Result<SavedMeta, String> {
-    serde_json::from_str(&rec.meta).map_err(|e| format!("the saved run cannot be read ({e})"))
+pub fn meta_of(meta: &str) -> Result<SavedMeta, String> {
+    serde_json::from_str(meta).map_err(|e| format!("the saved run cannot be read ({e})"))
 }
 
 pub fn from_record(rec: &Record) -> Result<(Snapshot, SavedMeta), String> {
-    let meta = meta_of(rec)?;
+    let meta = meta_of(&rec.meta)?;
     let layout = Layout::new(&meta.config.model);
     let named = checkpoint::from_safetensors(&rec.model, "the saved model").map_err(|e| e.to_string())?;
     let params = checkpoint::flat_from_named(&layout, named, "the saved model").map_err(|e| e.to_string())?;

@@ -203,6 +203,10 @@ pub enum Event {
     Saved {
         step: usize,
     },
+    /// Storage refused the save (full, blocked): why. Storage still holds the last save, if any.
+    NotSaved {
+        why: String,
+    },
     /// A saved run is waiting to be resumed.
     SavedRun {
         step: usize,

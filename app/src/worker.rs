@@ -121,6 +121,8 @@ struct Worker {
     last_progress: f64,
     last_panels: f64,
     last_save: f64,
+    /// How long the last save took: a run whose save is slow (hundreds of MB) saves less often.
+    save_ms: f64,
     panels_due: bool,
     /// Pacing: the step count and time the current pace was measured from.
     pace_origin: (usize, f64),
@@ -156,6 +158,7 @@ impl Worker {
             last_progress: f64::NEG_INFINITY,
             last_panels: f64::NEG_INFINITY,
             last_save: f64::NEG_INFINITY,
+            save_ms: 0.0,
             panels_due: false,
             pace_origin: (0, 0.0),
             timed: (0.0, 0),
@@ -498,7 +501,7 @@ impl Worker {
         if now - self.last_progress >= PROGRESS_EVERY_MS {
             self.publish(false);
         }
-        if now - self.last_save >= SAVE_EVERY_MS {
+        if now - self.last_save >= self.save_every() {
             self.save(false).await;
         }
     }
@@ -631,10 +634,16 @@ impl Worker {
         }
     }
 
-    /// Saves the run to IndexedDB (at most every [`SAVE_EVERY_MS`] unless `force`).
+    /// Time between saves: [`SAVE_EVERY_MS`], or ten times what a save takes, so saving never
+    /// takes more than a tenth of the run.
+    fn save_every(&self) -> f64 {
+        SAVE_EVERY_MS.max(10.0 * self.save_ms)
+    }
+
+    /// Saves the run to IndexedDB (at most every [`Self::save_every`] unless `force`).
     async fn save(&mut self, force: bool) {
         let now = now_ms();
-        if !force && now - self.last_save < SAVE_EVERY_MS {
+        if !force && now - self.last_save < self.save_every() {
             return;
         }
         self.last_save = now;
@@ -661,18 +670,20 @@ impl Worker {
             diagnostics: m.diagnostics.clone(),
         };
         let step = snap.step;
-        match model_io::to_record(&snap, &meta) {
-            Ok(record) => match persist::put(record).await {
-                Ok(()) => self.post(Event::Saved { step }),
-                Err(e) => web_sys::console::warn_1(&format!("Spherewalk: {e}").into()),
-            },
-            Err(e) => web_sys::console::warn_1(&format!("Spherewalk: could not save the run: {e}").into()),
+        let saved = match model_io::to_record(&snap, &meta) {
+            Ok(record) => persist::put(record).await,
+            Err(e) => Err(format!("could not save the run: {e}")),
+        };
+        self.save_ms = now_ms() - now;
+        match saved {
+            Ok(()) => self.post(Event::Saved { step }),
+            Err(why) => self.post(Event::NotSaved { why }),
         }
     }
 
     async fn check_saved(&mut self) {
-        match persist::get().await {
-            Ok(Some(record)) => match model_io::meta_of(&record) {
+        match persist::meta().await {
+            Ok(Some(meta)) => match model_io::meta_of(&meta) {
                 Ok(meta) => {
                     let when = js_sys::Date::new(&meta.saved_at.into());
                     let what = format!(
@@ -687,7 +698,8 @@ impl Worker {
                 Err(e) => web_sys::console::warn_1(&format!("Spherewalk: {e}").into()),
             },
             Ok(None) => {}
-            Err(e) => web_sys::console::warn_1(&format!("Spherewalk: {e}").into()),
+            // Blocked or broken storage: the page says so before anyone trains.
+            Err(why) => self.post(Event::NotSaved { why: format!("runs cannot be saved in this browser ({why})") }),
         }
     }
 
@@ -711,6 +723,8 @@ impl Worker {
                 let step = session.step_count();
                 self.install(session, Some(meta.settings), true);
                 self.post(Event::Notice { text: format!("resumed the saved run at step {step}") });
+                // Storage holds this very step until the next save.
+                self.post(Event::Saved { step });
             }
             Err(e) => self.error(format!("could not resume the saved run: {e}")),
         }
