@@ -27,6 +27,10 @@ pub struct Estimate {
     pub rollback: u64,
     /// The probe's history budget.
     pub probe: u64,
+    /// The data, the packing buffers of the matrix products, the second-order solvers' scratch
+    /// and the probe's frames in the making: an eighth of the rest and 4 MiB, measured at the
+    /// budget's edge for every optimizer (`engine/tests/budget.rs`).
+    pub working: u64,
     pub total: u64,
 }
 
@@ -102,12 +106,13 @@ fn optimizer_floats(cfg: &TrainConfig, params: u64) -> Result<u64> {
             sum(&[mul(&[m.layers as u64, block])?, site(c, v)?, mul(&[2, params])?, mul(&[2, largest])?])?
         }
         OptimizerConfig::Kfac(_) | OptimizerConfig::CgFac(_) => {
-            // Per linear layer: A and G, their inverses, the solution and its velocity; plus the
-            // per-token batch copies of inputs and output gradients and Adam for the rest.
+            // Per linear layer: A and G, their inverses, the solution and its velocity, and the
+            // copy of all but the velocity a step keeps to undo itself; plus the per-token batch
+            // copies of inputs and output gradients and Adam for the rest.
             let (c, f, v, n) =
                 (m.d_model as u64 + 1, m.d_ff as u64 + 1, m.vocab as u64, mul(&[cfg.batch as u64, m.context as u64])?);
             let site = |din1: u64, dout: u64| -> Result<u64> {
-                sum(&[mul(&[2, din1, din1])?, mul(&[2, dout, dout])?, mul(&[2, dout, din1])?])
+                sum(&[mul(&[4, din1, din1])?, mul(&[4, dout, dout])?, mul(&[3, dout, din1])?])
             };
             let block = sum(&[mul(&[4, site(c, c - 1)?])?, site(c, f - 1)?, site(f, c - 1)?])?;
             sum(&[mul(&[m.layers as u64, block])?, site(c, v)?, mul(&[2, n, f.max(c).max(v)])?, mul(&[3, params])?])?
@@ -127,8 +132,10 @@ pub fn estimate(cfg: &TrainConfig, probe_bytes: u64) -> Result<Estimate> {
     let grads = mul(&[params, if shards > 1 { shards + 1 } else { 1 }])?;
     let activations = sum(&[mul(&[4, activation_floats(&cfg.model, cfg.batch as u64)?])?, grads])?;
     let rollback = mul(&[2, sum(&[params, optimizer])?])?;
-    let total = sum(&[params, optimizer, activations, rollback, probe_bytes])?;
-    Ok(Estimate { params, optimizer, activations, rollback, probe: probe_bytes, total })
+    let known = sum(&[params, optimizer, activations, rollback, probe_bytes])?;
+    let working = known / 8 + (4 << 20);
+    let total = sum(&[known, working])?;
+    Ok(Estimate { params, optimizer, activations, rollback, probe: probe_bytes, working, total })
 }
 
 /// What the browser's CPU path sustains on the lab's models (19-21 GFLOP/s measured at the small size
@@ -167,14 +174,15 @@ pub fn check(cfg: &TrainConfig, probe_bytes: u64, budget: u64) -> Result<Estimat
     let e = estimate(cfg, probe_bytes)?;
     if e.total > budget {
         return Err(Error::Config(format!(
-            "this run needs about {} (weights {}, optimizer {}, activations {}, rollback {}, probe {}), \
-             over the memory limit of {}: make the model, the context or the batch smaller",
+            "this run needs about {} (weights {}, optimizer {}, activations {}, rollback {}, probe {}, \
+             working memory {}), over the memory limit of {}: make the model, the context or the batch smaller",
             human(e.total),
             human(e.params),
             human(e.optimizer),
             human(e.activations),
             human(e.rollback),
             human(e.probe),
+            human(e.working),
             human(budget)
         )));
     }
