@@ -636,6 +636,22 @@ test('lose nothing, model files, non-finite loss, Brownian panel, PNG and theme'
   assert.equal(dlc.suggestedFilename(), 'config.json');
   const configText = readFileSync(await dlc.path(), 'utf8');
   assert.equal(JSON.parse(configText).step, k);
+  // The CLI reads what the page downloads: the model file alone, or beside its config.json, and
+  // the config.json as a run's config.
+  const evalOf = (checkpoint) => JSON.parse(execFileSync(LAB_BIN, ['eval', '--checkpoint', checkpoint, '--json'], { encoding: 'utf8' }));
+  const alone = evalOf(modelPath);
+  const folder = mkdtempSync(join(tmpdir(), 'spherewalk-download-'));
+  writeFileSync(join(folder, 'spherewalk-model.safetensors'), modelBytes);
+  writeFileSync(join(folder, 'config.json'), configText);
+  const beside = evalOf(folder);
+  assert.ok(Number.isFinite(alone.loss) && alone.step === k, JSON.stringify(alone));
+  assert.deepEqual(beside, alone, 'the file alone and the folder are the same model');
+  const short = JSON.parse(configText);
+  short.config.steps = 2;
+  writeFileSync(join(folder, 'config.json'), JSON.stringify(short));
+  const rerun = execFileSync(LAB_BIN, ['train', '--config', join(folder, 'config.json'), '--json'], { encoding: 'utf8' });
+  assert.equal(JSON.parse(rerun.trim().split('\n').at(-1)).steps, 2, 'the config.json runs');
+  rmSync(folder, { recursive: true, force: true });
   // The next step's loss of the uninterrupted run: a model loaded from the file must give it too.
   await page.click('#step-once');
   await stepTo(page, k + 1);
@@ -1161,6 +1177,17 @@ test('forms keep a bad entry in place with its message and never write it into t
     assert.equal(await hash(), before, `${id} "${text}" does not reach the link`);
     assert.doesNotMatch(await hash(), /null/);
   }
+  // A preset replaces the settings: the bad entries give way to its values.
+  await setField(page, '#d-model', 'abc');
+  await setField(page, '#steps', '-5');
+  await page.selectOption('#preset', 'joma');
+  const joma = JSON.parse(await page.evaluate(() => spherewalk.experiment()));
+  assert.equal(await valueOf(page, '#d-model'), String(joma.train.model.d_model), 'the preset\'s width is shown');
+  assert.equal(await valueOf(page, '#steps'), String(joma.train.steps));
+  for (const id of ['#d-model', '#steps', '#heads']) {
+    assert.equal(await textOf(page, `${id}-error`), '', `${id}: no message left`);
+    assert.equal(await page.getAttribute(id, 'aria-invalid'), 'false');
+  }
   await setField(page, '#lr', '1e-3');
   assert.equal(await textOf(page, '#lr-error'), '', 'a good entry clears the message');
   assert.match(await hash(), /"lr":0\.001/, 'scientific notation is read');
@@ -1210,6 +1237,22 @@ test('a link with one bad value keeps the good ones and marks the bad one; the a
   await open(page, '#s=' + encodeURIComponent(JSON.stringify({ d_model: 30, heads: 3 })));
   assert.equal(await page.$('#url-error'), null);
   assert.equal(await valueOf(page, '#d-model'), '30');
+  // A preset the page does not have: custom, and said so; a pace the selector does not offer: the
+  // preset's pace, and said so (the selector never shows one pace while the run goes at another).
+  for (const pace of [-5, 17, 1e308]) {
+    await open(page, '#s=' + encodeURIComponent(JSON.stringify({ preset: 'nonsense', seed: 9, steps_per_second: pace })));
+    assert.equal(await valueOf(page, '#preset'), 'custom', 'the selector names what the form holds');
+    assert.equal(await valueOf(page, '#seed'), '9');
+    const error = await textOf(page, '#url-error');
+    assert.match(error, /preset = "nonsense" \(no preset is called "nonsense"\)/);
+    assert.match(error, /steps_per_second = .*\(the page goes at 2, 5, 8, 12, 16, 30, 60 steps per second, or 0/);
+    assert.ok(['2', '5', '8', '12', '16', '30', '60', '0'].includes(await valueOf(page, '#pace')));
+  }
+  // What a link wrote, as it wrote it.
+  await open(page, '#preset=' + encodeURIComponent('<b>x</b>'));
+  assert.match(await textOf(page, '#url-error'), /unknown preset "<b>x<\/b>"/);
+  await open(page, '#tour=abc');
+  assert.match(await textOf(page, '#url-error'), /tour step "abc"; the tour has steps 1 to/);
   assert.deepEqual(problems, [], 'no console errors or exceptions');
 });
 

@@ -192,6 +192,9 @@ pub struct Lab {
     pub epoch: RwSignal<u64>,
     /// The link's values that could not be used: (field, value as linked, why); the form marks them.
     pub link_errors: RwSignal<Vec<(String, String, String)>>,
+    /// Counts the times the settings were replaced whole (a preset, a tour step, a link, a resumed
+    /// run): a field's kept bad entry then gives way to the new value.
+    pub replaced: RwSignal<u64>,
     /// The GPU adapter this browser offers: Ok((name, software)), or why there is none.
     pub adapter: RwSignal<Option<Result<(String, bool), String>>>,
     /// The run's count baselines (unigram, bigram), drawn on the loss chart with ln V.
@@ -241,6 +244,7 @@ impl Lab {
             race: RwSignal::new(Vec::new()),
             epoch: RwSignal::new(0),
             link_errors: RwSignal::new(Vec::new()),
+            replaced: RwSignal::new(0),
             adapter: RwSignal::new(None),
             baselines: RwSignal::new(None),
             writing: crate::writing::WritingState::new(),
@@ -385,7 +389,7 @@ impl Lab {
                 // A resumed or loaded run brings its settings; the page's own run echoes them (and then
                 // the settings, and so the address, stay as they are).
                 if let Some(s) = settings.as_ref().filter(|s| self.settings.with_untracked(|now| now != *s)) {
-                    self.settings.set(s.clone());
+                    self.replace_settings(s.clone());
                 }
                 // A resumed run goes at its own pace, not as fast as possible.
                 if let Some(s) = settings.as_ref() {
@@ -472,7 +476,7 @@ impl Lab {
                 let r = match self.download.get_untracked() {
                     Some(Download::Config) => crate::export::download("config.json", &config_json, "application/json"),
                     _ => crate::export::download_bytes(
-                        "spherewalk-model.safetensors",
+                        engine::checkpoint::PAGE_MODEL_FILE,
                         &protocol::bytes_of(bulk.first()),
                         "application/octet-stream",
                     ),
@@ -549,6 +553,13 @@ impl Lab {
     }
 
     /// Drops the run (keeping its curve for comparison) and goes back to idle.
+    /// New settings as a whole: the form's bad entries and the link's marks give way to them.
+    pub fn replace_settings(self, settings: Settings) {
+        self.settings.set(settings);
+        self.link_errors.set(Vec::new());
+        self.replaced.update(|n| *n += 1);
+    }
+
     pub fn reset(self) {
         self.keep_curve();
         self.clear();

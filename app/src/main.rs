@@ -114,14 +114,15 @@ fn App() -> impl IntoView {
     let mut link = url_state::read();
     // A tour step: its experiment, unless the link gives one of its own.
     let tour_step = RwSignal::new(None::<usize>);
-    match link.tour {
-        Some(n) if (1..=tour::STEPS.len()).contains(&n) => {
+    match link.tour.clone() {
+        Some(Ok(n)) if (1..=tour::STEPS.len()).contains(&n) => {
             tour_step.set(Some(n - 1));
             if !url_state::has_experiment(&url_state::hash()) {
                 link.settings = spherewalk::settings::Settings::preset(tour::STEPS[n - 1].preset).unwrap_or_default();
             }
         }
         Some(n) => {
+            let n = n.map_or_else(|text| format!("{text:?}"), |n| n.to_string());
             link.problem = Some(format!("the link opens tour step {n}; the tour has steps 1 to {}", tour::STEPS.len()))
         }
         None => {}
@@ -190,9 +191,9 @@ fn App() -> impl IntoView {
     let hash = window_event_listener(leptos::ev::hashchange, move |_| {
         let link = url_state::read();
         url_error.set(link.problem);
-        lab.link_errors.set(link.bad);
         from_link.set_value(true);
-        lab.settings.set(link.settings);
+        lab.replace_settings(link.settings);
+        lab.link_errors.set(link.bad);
     });
     on_cleanup(move || hash.remove());
 

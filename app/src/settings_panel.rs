@@ -22,13 +22,18 @@ fn number_field(
     set: Setter,
 ) -> impl IntoView {
     let bad = RwSignal::new(None::<(String, String)>);
-    // A value of the link that could not be used is marked here too (the JSON names use `_`).
-    Effect::new(move |_| {
+    // A value of the link that could not be used is marked here too (the JSON names use `_`);
+    // settings replaced whole (a preset, a tour step, a link) clear what the visitor typed.
+    Effect::new(move |seen: Option<u64>| {
+        let replaced = lab.replaced.get();
         let key = id.replace('-', "_");
         let linked = lab.link_errors.with(|e| e.iter().find(|(k, _, _)| *k == key).cloned());
         if let Some((_, value, why)) = linked {
             bad.set(Some((value.trim_matches('"').to_string(), format!("from the link: {why}"))));
+        } else if seen.is_some_and(|n| n != replaced) {
+            bad.set(None);
         }
+        replaced
     });
     let error_id = format!("{id}-error");
     view! {
@@ -178,7 +183,7 @@ pub fn SettingsPanel(lab: Lab) -> impl IntoView {
                     on:change=move |ev| {
                         let id = event_target_value(&ev);
                         if let Some(s) = Settings::preset(&id) {
-                            lab.settings.set(s);
+                            lab.replace_settings(s);
                         }
                     }
                 >

@@ -117,7 +117,7 @@ pub fn open(lab: Lab, step: RwSignal<Option<usize>>, n: usize) {
     if lab.settings.with_untracked(|now| now.preset != s.preset) {
         lab.reset();
         if let Some(settings) = Settings::preset(s.preset) {
-            lab.settings.set(settings);
+            lab.replace_settings(settings);
         }
     }
     focus(s.panel);

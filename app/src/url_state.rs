@@ -1,7 +1,7 @@
 //! The experiment in the page's address: `#s=<settings as JSON, URI-encoded>`, or the short form
 //! `#preset=<id>`. Reading never fails the page: a bad value gives a message and the default.
 
-use spherewalk::settings::{Settings, URL_TEXT_LIMIT};
+use spherewalk::settings::{Settings, PACES, URL_TEXT_LIMIT};
 
 /// What a link asked for: the settings it gives (every good value kept), a message for the page, and
 /// the fields it could not use with why (the form marks them).
@@ -10,8 +10,8 @@ pub struct Read {
     pub problem: Option<String>,
     /// (field name as in the JSON, the value as the link wrote it, why it was not used)
     pub bad: Vec<(String, String, String)>,
-    /// `&tour=N`: the tour step the link opens (1-based, as written).
-    pub tour: Option<usize>,
+    /// `&tour=N`: the tour step the link opens (1-based), or the text when it is not a number.
+    pub tour: Option<Result<usize, String>>,
     /// `&hide=settings,model`: parts of the page a class does not need.
     pub hide: Vec<String>,
 }
@@ -41,7 +41,7 @@ pub fn parse(hash: &str) -> Read {
     let (mut tour, mut hide, mut rest) = (None, Vec::new(), Vec::new());
     for part in hash.trim_start_matches('#').split('&').filter(|p| !p.is_empty()) {
         if let Some(n) = part.strip_prefix("tour=") {
-            tour = Some(n.parse::<usize>().unwrap_or(0));
+            tour = Some(n.parse::<usize>().map_err(|_| decoded(n)));
         } else if let Some(list) = part.strip_prefix("hide=") {
             hide = list.split(',').filter(|h| !h.is_empty()).map(String::from).collect();
         } else {
@@ -64,7 +64,8 @@ fn parse_experiment(hash: &str) -> Read {
     let fallback =
         |why: String| whole(Settings::default(), Some(format!("{why}; using the default experiment instead")));
     if let Some(id) = hash.strip_prefix("preset=") {
-        return match Settings::preset(id) {
+        let id = decoded(id);
+        return match Settings::preset(&id) {
             Some(s) => whole(s, None),
             None => fallback(format!("the link names an unknown preset {id:?}")),
         };
@@ -86,12 +87,13 @@ fn parse_experiment(hash: &str) -> Read {
     // The whole link when it is usable as it stands (fields that only fit together, like d_model 30
     // with heads 3, are good together).
     if let Ok(s) = serde_json::from_str::<Settings>(&json) {
-        if s.to_config().is_ok() {
+        if usable(&s).is_ok() {
             return whole(s, None);
         }
     }
     // The preset first: the other fields are read on top of it.
     let preset = fields.get("preset").and_then(|p| p.as_str()).and_then(Settings::preset);
+    let known_preset = preset.is_some();
     let mut settings = preset.unwrap_or_default();
     let mut bad = Vec::new();
     for (key, value) in &fields {
@@ -99,11 +101,15 @@ fn parse_experiment(hash: &str) -> Read {
         candidate[key] = value.clone();
         let tried = serde_json::from_value::<Settings>(candidate)
             .map_err(|e| e.to_string())
-            .and_then(|s| s.to_config().map(|_| s));
+            .and_then(|s| usable(&s).map(|_| s));
         match tried {
             Ok(s) => settings = s,
             Err(why) => bad.push((key.clone(), value.to_string(), why)),
         }
+    }
+    // Values on top of no known preset make a custom experiment.
+    if !known_preset && fields.contains_key("preset") {
+        settings.preset = "custom".into();
     }
     let problem = (!bad.is_empty()).then(|| {
         let list: Vec<String> = bad.iter().map(|(k, v, why)| format!("{k} = {v} ({why})")).collect();
@@ -113,6 +119,24 @@ fn parse_experiment(hash: &str) -> Read {
         )
     });
     Read { settings, problem, bad, tour: None, hide: Vec::new() }
+}
+
+/// What a link's settings must be beyond a valid experiment: a preset the page has and a pace its
+/// selector offers (else the selector would show one pace while the run goes at another).
+fn usable(s: &Settings) -> Result<(), String> {
+    if s.preset != "custom" && Settings::preset(&s.preset).is_none() {
+        return Err(format!("no preset is called {:?}", s.preset));
+    }
+    if !PACES.contains(&s.steps_per_second) {
+        let offered: Vec<String> = PACES.iter().filter(|&&p| p > 0.0).map(|p| p.to_string()).collect();
+        return Err(format!("the page goes at {} steps per second, or 0 for as fast as possible", offered.join(", ")));
+    }
+    s.to_config().map(|_| ())
+}
+
+/// A link's text as written before it was percent-encoded (as is, when it is not validly encoded).
+fn decoded(text: &str) -> String {
+    js_sys::decode_uri_component(text).map(String::from).unwrap_or_else(|_| text.to_string())
 }
 
 /// The hash that reproduces `settings` (text longer than the limit is left out), then `extra`

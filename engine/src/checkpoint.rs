@@ -1,5 +1,7 @@
 //! Checkpoints: `model.safetensors` (f32 weights, names and shapes as in `params::Layout`),
 //! `optimizer.safetensors` (optimizer state), and `config.json` (run config and step) in one folder.
+//! The page's "Download model" file (`spherewalk-model.safetensors`) carries its config and step
+//! in its header, and reads as a checkpoint of its own.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -15,6 +17,8 @@ use crate::model::params::Layout;
 pub const MODEL_FILE: &str = "model.safetensors";
 pub const OPTIMIZER_FILE: &str = "optimizer.safetensors";
 pub const CONFIG_FILE: &str = "config.json";
+/// The page's downloaded model file.
+pub const PAGE_MODEL_FILE: &str = "spherewalk-model.safetensors";
 
 /// Tensors by name: (shape, values).
 pub type NamedTensors = HashMap<String, (Vec<usize>, Vec<f32>)>;
@@ -100,39 +104,89 @@ pub fn flat_from_named(layout: &Layout, mut named: NamedTensors, what: &str) -> 
     Ok(flat)
 }
 
+/// Makes `dir` (and its parents) and checks that files can be written in it: `lab train --save`
+/// asks before the run, not after it.
+pub fn writable(dir: &Path) -> Result<()> {
+    let fail = |e: std::io::Error| Error::Checkpoint(format!("cannot save to {}: {e}", dir.display()));
+    std::fs::create_dir_all(dir).map_err(fail)?;
+    let probe = dir.join(".spherewalk-write-check");
+    std::fs::write(&probe, b"").map_err(fail)?;
+    std::fs::remove_file(&probe).map_err(fail)
+}
+
 impl Snapshot {
     pub fn save(&self, dir: &Path) -> Result<()> {
-        std::fs::create_dir_all(dir)?;
+        writable(dir)?;
+        let write = |name: &str, bytes: Vec<u8>| {
+            let path = dir.join(name);
+            std::fs::write(&path, bytes).map_err(|e| Error::Checkpoint(format!("cannot write {}: {e}", path.display())))
+        };
         let layout = Layout::new(&self.config.model);
-        std::fs::write(dir.join(MODEL_FILE), to_safetensors(&named_tensors(&layout, &self.params))?)?;
+        write(MODEL_FILE, to_safetensors(&named_tensors(&layout, &self.params))?)?;
         let opt: Vec<_> = self.optimizer.iter().map(|(n, v)| (n.clone(), vec![v.len()], v.clone())).collect();
-        std::fs::write(dir.join(OPTIMIZER_FILE), to_safetensors(&opt)?)?;
+        write(OPTIMIZER_FILE, to_safetensors(&opt)?)?;
         let cfg = ConfigFile { engine_version: crate::VERSION.into(), step: self.step, config: self.config.clone() };
-        std::fs::write(dir.join(CONFIG_FILE), serde_json::to_string_pretty(&cfg)?)?;
-        Ok(())
+        write(CONFIG_FILE, serde_json::to_string_pretty(&cfg)?.into_bytes())
     }
 
-    pub fn load(dir: &Path) -> Result<Snapshot> {
-        let read = |name: &str| {
-            std::fs::read(dir.join(name))
-                .map_err(|e| Error::Checkpoint(format!("cannot read {}: {e}", dir.join(name).display())))
+    /// A checkpoint folder (`config.json`, the model, and the optimizer's state when there is
+    /// one), or the page's downloaded model file alone (its config travels in its header).
+    /// Without optimizer state the snapshot's `optimizer` is empty: the optimizer starts fresh.
+    pub fn load(path: &Path) -> Result<Snapshot> {
+        let read = |path: &Path| {
+            std::fs::read(path).map_err(|e| Error::Checkpoint(format!("cannot read {}: {e}", path.display())))
         };
-        let cfg: ConfigFile = serde_json::from_slice(&read(CONFIG_FILE)?).map_err(|e| {
+        if path.is_file() {
+            return Self::from_model_file(path, &read(path)?);
+        }
+        let dir = path;
+        let cfg: ConfigFile = serde_json::from_slice(&read(&dir.join(CONFIG_FILE))?).map_err(|e| {
             Error::Checkpoint(format!("{} is not a valid config: {e}", dir.join(CONFIG_FILE).display()))
         })?;
-        cfg.config.model.validate()?;
-        let layout = Layout::new(&cfg.config.model);
-        let params = flat_from_named(&layout, from_safetensors(&read(MODEL_FILE)?, MODEL_FILE)?, MODEL_FILE)?;
+        // The page's "Download model" names its file apart from the CLI's.
+        let model = [MODEL_FILE, PAGE_MODEL_FILE].map(|n| dir.join(n)).into_iter().find(|p| p.is_file());
+        let model = model.unwrap_or_else(|| dir.join(MODEL_FILE));
+        let params = Self::params_of(&cfg.config, &read(&model)?, &model)?;
+        let optimizer = match dir.join(OPTIMIZER_FILE) {
+            p if p.is_file() => {
+                from_safetensors(&read(&p)?, OPTIMIZER_FILE)?.into_iter().map(|(n, (_, v))| (n, v)).collect()
+            }
+            _ => Vec::new(),
+        };
+        Ok(Snapshot { config: cfg.config, step: cfg.step, params, optimizer })
+    }
+
+    /// The page's model file: its tensors, and its config and step in the header's metadata.
+    fn from_model_file(path: &Path, bytes: &[u8]) -> Result<Snapshot> {
+        let (_, header) = SafeTensors::read_metadata(bytes)
+            .map_err(|e| Error::Checkpoint(format!("{} is not valid safetensors: {e}", path.display())))?;
+        let meta = header.metadata().clone().unwrap_or_default();
+        let config = meta.get("config").ok_or_else(|| {
+            Error::Checkpoint(format!(
+                "{} carries no config in its header: give the folder with its {CONFIG_FILE}",
+                path.display()
+            ))
+        })?;
+        let config: TrainConfig = serde_json::from_str(config)
+            .map_err(|e| Error::Checkpoint(format!("{}: its config cannot be read: {e}", path.display())))?;
+        let step = meta.get("step").and_then(|s| s.parse().ok()).unwrap_or(0);
+        let params = Self::params_of(&config, bytes, path)?;
+        Ok(Snapshot { config, step, params, optimizer: Vec::new() })
+    }
+
+    /// The flat weights of a model file for `config`, refused when one is not finite.
+    fn params_of(config: &TrainConfig, bytes: &[u8], path: &Path) -> Result<Vec<f32>> {
+        config.model.validate()?;
+        let layout = Layout::new(&config.model);
+        let what = path.display().to_string();
+        let params = flat_from_named(&layout, from_safetensors(bytes, &what)?, &what)?;
         // A run that went non-finite keeps its last good state: weights like these were not saved by it.
         if let Some(i) = params.iter().position(|v| !v.is_finite()) {
             return Err(Error::Checkpoint(format!(
-                "{}: weight {i} is not finite (NaN or infinity); the model cannot be used",
-                dir.join(MODEL_FILE).display()
+                "{what}: weight {i} is not finite (NaN or infinity); the model cannot be used"
             )));
         }
-        let optimizer =
-            from_safetensors(&read(OPTIMIZER_FILE)?, OPTIMIZER_FILE)?.into_iter().map(|(n, (_, v))| (n, v)).collect();
-        Ok(Snapshot { config: cfg.config, step: cfg.step, params, optimizer })
+        Ok(params)
     }
 }
 

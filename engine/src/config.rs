@@ -425,6 +425,22 @@ impl TrainConfig {
         if !(self.clip.is_finite() && self.clip >= 0.0) {
             return Err(Error::Config(format!("clip must be 0 (off) or positive, got {}", self.clip)));
         }
+        if let Schedule::WarmupCosine { warmup, min_ratio } = self.schedule {
+            if !(min_ratio.is_finite() && (0.0..=1.0).contains(&min_ratio)) {
+                return Err(Error::Config(format!(
+                    "the schedule's min_ratio (the share of the learning rate left at the end) must be in [0, 1], \
+                     got {min_ratio}"
+                )));
+            }
+            // The default warm-up of 50 steps stays usable on shorter runs (`lab train --steps 10`).
+            if warmup > self.steps.max(50) {
+                return Err(Error::Config(format!(
+                    "a warm-up of {warmup} steps is longer than the run of {} steps: the learning rate would \
+                     never reach its value",
+                    self.steps
+                )));
+            }
+        }
         let tokens = (self.batch as u64).saturating_mul(self.model.context as u64);
         if tokens > 1 << 20 {
             return Err(Error::Config(format!("batch x context = {tokens} tokens is over the limit of {}", 1 << 20)));

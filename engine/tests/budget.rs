@@ -50,6 +50,9 @@ fn run<T>(f: impl Future<Output = T>) -> T {
 
 const BUDGET: u64 = 40 << 20;
 
+/// The counts are for the whole process: one test at a time.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn experiment(optimizer: &str, d_model: usize) -> Experiment {
     let mut cfg = TrainConfig::browser_default();
     cfg.model = ModelConfig { d_model, heads: 4, layers: 2, d_ff: 4 * d_model, context: 32, ..cfg.model };
@@ -74,6 +77,7 @@ fn accepted(optimizer: &str, d_model: usize) -> bool {
 
 #[test]
 fn the_widest_model_a_budget_takes_trains_within_it_and_one_wider_is_refused() {
+    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     for optimizer in ["sgd", "adam", "muon", "soap", "kfac", "cgfac"] {
         let widest = (1..).map(|k| 8 * k).take_while(|&d| accepted(optimizer, d)).last().expect("d8 fits");
         assert!(widest >= 64, "{optimizer}: only d{widest} fits {} MiB", BUDGET >> 20);
@@ -106,4 +110,18 @@ fn the_widest_model_a_budget_takes_trains_within_it_and_one_wider_is_refused() {
             BUDGET >> 20
         );
     }
+}
+
+#[test]
+fn a_long_context_gets_a_probe_that_holds_its_fewest_frames() {
+    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    // Attention frames of T = 256: 2.3 MB each, and the probe keeps at least 8, over the default
+    // 16 MiB history. The page took such a run and then refused it at Start.
+    let mut exp = experiment("adam", 64);
+    exp.train.model.context = 256;
+    exp.train.batch = 2;
+    exp.probe = Default::default();
+    let mut s = run(Session::new(exp, 1 << 30)).unwrap();
+    run(s.step()).unwrap();
+    assert_eq!(s.step_count(), 1);
 }

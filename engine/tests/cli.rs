@@ -399,6 +399,9 @@ fn bad_input_gets_a_message_before_any_work_never_a_panic_or_a_hang() {
     refused(&["bench", "--iters", "0"], "--iters must be at least 1");
     refused(&["race", "--optimizers", "adam", "--target-loss", "NaN"], "--target-loss");
     refused(&["race", "--optimizers", "adam", "--target-loss", "-1"], "--target-loss");
+    refused(&["train", "--batch", "0"], "batch must be positive, got 0");
+    // A place that cannot take the checkpoint is refused before a long run, and named.
+    refused(&["train", "--steps", "100000", "--save", "/proc/version/ckpt"], "cannot save to /proc/version/ckpt");
     // Impossible settings in a config file, which names itself in the message.
     let (ok, stdout, _) = lab(&["train", "--print-config"]);
     assert!(ok);
@@ -416,6 +419,12 @@ fn bad_input_gets_a_message_before_any_work_never_a_panic_or_a_hang() {
             "optimizer",
             serde_json::json!({"kind": "adam", "beta1": 0.9, "beta2": 0.99, "eps": 0.0, "weight_decay": 0.0}),
             "Adam's eps must be positive",
+        ),
+        ("schedule", serde_json::json!({"kind": "warmup_cosine", "warmup": 20, "min_ratio": 5.0}), "min_ratio"),
+        (
+            "schedule",
+            serde_json::json!({"kind": "warmup_cosine", "warmup": 1_000_000_000_000u64, "min_ratio": 0.1}),
+            "a warm-up of 1000000000000 steps is longer than the run",
         ),
     ] {
         let mut e = exp.clone();
@@ -443,5 +452,16 @@ fn bad_input_gets_a_message_before_any_work_never_a_panic_or_a_hang() {
     refused(&["eval", "--checkpoint", c], "is not finite");
     refused(&["sample", "--checkpoint", c], "is not finite");
     refused(&["train", "--resume", c], "is not finite");
+    // Data in other symbols than the model's is named as the data's problem, not the checkpoint's.
+    let ckpt = dir.join("good");
+    let mut args = vec!["train", "--steps", "2", "--save", ckpt.to_str().unwrap()];
+    args.extend(TINY);
+    assert!(lab(&args).0);
+    let other = dir.join("other.txt");
+    std::fs::write(&other, "héllo wörld 😀 ça va? ".repeat(200)).unwrap();
+    refused(
+        &["eval", "--checkpoint", ckpt.to_str().unwrap(), "--data", other.to_str().unwrap()],
+        "the data has 14 symbols and the model was trained on",
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -112,10 +112,14 @@ impl Probe {
     }
 
     /// Bytes one frame of `rows` probe rows takes (data and bookkeeping).
+    /// Saturating: a link can claim sizes whose product overflows wasm32's `usize`, and the memory
+    /// check that refuses them comes after this.
     pub fn frame_bytes(cfg: &ModelConfig, rows: usize) -> usize {
-        let (n, t) = (rows * cfg.context, cfg.context);
-        let floats = (cfg.layers + 1) * n * cfg.d_model + cfg.layers * rows * cfg.heads * t * t;
-        floats * std::mem::size_of::<f32>() + std::mem::size_of::<Frame>()
+        let prod = |xs: &[usize]| xs.iter().fold(1usize, |acc, &x| acc.saturating_mul(x));
+        let (n, t) = (rows.saturating_mul(cfg.context), cfg.context);
+        let floats = prod(&[cfg.layers.saturating_add(1), n, cfg.d_model])
+            .saturating_add(prod(&[cfg.layers, rows, cfg.heads, t, t]));
+        floats.saturating_mul(std::mem::size_of::<f32>()).saturating_add(std::mem::size_of::<Frame>())
     }
 
     /// Runs the probe batch through `model` (its cache is then `cache()`); records nothing.

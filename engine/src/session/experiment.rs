@@ -5,9 +5,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::TrainConfig;
+use crate::config::{ModelConfig, TrainConfig};
 use crate::error::{Error, Result};
-use crate::science::probe::ProbeConfig;
+use crate::science::probe::{Probe, ProbeConfig, MIN_FRAMES};
 use crate::session::writing::Writing;
 
 /// The experiment format this engine writes; older versions are read and upgraded.
@@ -57,10 +57,13 @@ impl Default for ProbeSchedule {
 }
 
 impl ProbeSchedule {
-    /// The probe's settings for a run of `steps` steps.
-    pub fn config(&self, steps: usize) -> ProbeConfig {
+    /// The probe's settings for a run of `steps` steps of `model`. A history budget too small for
+    /// the probe's fewest frames of this model grows to hold them (and the memory check counts it),
+    /// so a large model is a probe that keeps fewer frames, not a refused run.
+    pub fn config(&self, steps: usize, model: &ModelConfig) -> ProbeConfig {
         let every = if self.every > 0 { self.every } else { steps.div_ceil(AUTO_FRAMES).max(1) };
-        ProbeConfig { every, budget_bytes: self.budget_bytes }
+        let fewest = Probe::frame_bytes(model, self.rows).saturating_mul(MIN_FRAMES);
+        ProbeConfig { every, budget_bytes: self.budget_bytes.max(fewest) }
     }
 }
 
@@ -101,7 +104,13 @@ impl Experiment {
         Self::from_value(value)
     }
 
-    pub fn from_value(value: serde_json::Value) -> Result<Self> {
+    pub fn from_value(mut value: serde_json::Value) -> Result<Self> {
+        // A checkpoint's config.json (the page's "Download config" too): its run config.
+        if value.get("engine_version").is_some() {
+            if let Some(config) = value.get_mut("config") {
+                value = config.take();
+            }
+        }
         let is_experiment = value.get("train").is_some();
         let exp = if is_experiment {
             serde_json::from_value::<Experiment>(value)
@@ -130,14 +139,16 @@ impl Experiment {
         if self.probe.rows == 0 {
             return Err(Error::Config("the probe needs at least one row, got 0".into()));
         }
-        if self.probe.rows > self.train.batch {
+        // A batch of 0 is the training config's to explain.
+        if self.probe.rows > self.train.batch && self.train.batch > 0 {
             return Err(Error::Config(format!(
                 "the probe follows {} rows of a validation batch of {}",
                 self.probe.rows, self.train.batch
             )));
         }
         self.writing.validate()?;
-        self.train.validate_within(budget, self.probe.budget_bytes as u64)
+        let probe = self.probe.config(self.train.steps, &self.train.model);
+        self.train.validate_within(budget, probe.budget_bytes as u64)
     }
 }
 
@@ -172,9 +183,9 @@ mod tests {
 
     #[test]
     fn the_automatic_schedule_depends_on_steps_only() {
-        let s = ProbeSchedule::default();
-        assert_eq!(s.config(400).every, 4);
-        assert_eq!(s.config(50).every, 1);
-        assert_eq!(ProbeSchedule { every: 7, ..s }.config(400).every, 7);
+        let (s, m) = (ProbeSchedule::default(), ModelConfig::default());
+        assert_eq!(s.config(400, &m).every, 4);
+        assert_eq!(s.config(50, &m).every, 1);
+        assert_eq!(ProbeSchedule { every: 7, ..s }.config(400, &m).every, 7);
     }
 }

@@ -152,7 +152,8 @@ impl Session {
         exp.train = trainer.config().clone();
         exp.validate(budget)?;
         let cfg = trainer.config();
-        let probe = Probe::on_validation(&cfg.model, trainer.data(), exp.probe.rows, exp.probe.config(cfg.steps))?;
+        let probe =
+            Probe::on_validation(&cfg.model, trainer.data(), exp.probe.rows, exp.probe.config(cfg.steps, &cfg.model))?;
         let symbols = probe.tokens()[..cfg.model.context].iter().map(|&t| trainer.data().decode(&[t])).collect();
         let baselines = trainer.baselines();
         let step = trainer.step_count();

@@ -190,7 +190,17 @@ impl Trainer {
 
     /// A trainer that continues exactly where `snap` stopped.
     pub fn restore(snap: crate::checkpoint::Snapshot) -> Result<Self> {
+        let trained_on = snap.config.model.vocab;
         let mut t = Trainer::new(snap.config)?;
+        // Data of another alphabet (`lab eval --data`) changes the embedding's size: say so, rather
+        // than blame the checkpoint for the parameter count that follows.
+        if trained_on != 0 && t.cfg.model.vocab != trained_on {
+            return Err(Error::Data(format!(
+                "the data has {} symbols and the model was trained on {trained_on}: it reads only data \
+                 written in its own symbols",
+                t.cfg.model.vocab
+            )));
+        }
         if snap.params.len() != t.model.num_params() {
             return Err(Error::Checkpoint(format!(
                 "checkpoint has {} parameters, its config needs {}",
@@ -199,7 +209,10 @@ impl Trainer {
             )));
         }
         t.model.params = snap.params;
-        t.opt.load_state(snap.optimizer.into_iter().collect())?;
+        // Weights alone (the page's model file): the optimizer starts fresh.
+        if !snap.optimizer.is_empty() {
+            t.opt.load_state(snap.optimizer.into_iter().collect())?;
+        }
         t.step = snap.step;
         Ok(t)
     }

@@ -107,8 +107,12 @@ struct TrainArgs {
     #[arg(long, value_enum)]
     backend: Option<BackendChoice>,
     /// Read the whole experiment from this JSON file (as --print-config writes it, or a bare
-    /// training config); the run flags are then ignored.
-    #[arg(long)]
+    /// training config); the run flags cannot be given with it (edit the file instead).
+    #[arg(long, conflicts_with_all = [
+        "optimizer", "seed", "data", "steps", "d_model", "layers", "heads", "d_ff", "context", "batch", "lr",
+        "activation", "bidirectional", "eval_every", "damping", "no_pi_damping", "fisher", "cg_iters", "cg_tol",
+        "warm_start", "product", "factor_decay", "update_interval", "inverse_interval", "kl_clip", "momentum",
+    ])]
     config: Option<PathBuf>,
     /// Print the experiment JSON the other flags describe, and exit (replay it in the page).
     #[arg(long)]
@@ -177,10 +181,16 @@ fn train(a: TrainArgs) -> Result<(), Error> {
         println!("{}", exp.to_json());
         return Ok(());
     }
+    if let Some(dir) = &a.save {
+        checkpoint::writable(dir)?;
+    }
     let budget = a.memory_limit_mib.map_or(engine::memory::DEFAULT_BUDGET, |m| m.saturating_mul(1 << 20));
     let session = match &a.resume {
         Some(dir) => {
             let mut snap = Snapshot::load(dir)?;
+            if snap.optimizer.is_empty() {
+                eprintln!("{}: weights without optimizer state: the optimizer starts fresh", dir.display());
+            }
             if let Some(s) = a.run.steps {
                 snap.config.steps = s;
             }
@@ -345,7 +355,9 @@ fn eval(dir: PathBuf, data: Option<String>, grads_out: Option<PathBuf>, as_json:
     if let Some(path) = &grads_out {
         let mut grads = Grads::new(model, cfg.batch);
         model.backward(&cache, &mut grads);
-        std::fs::write(path, checkpoint::to_safetensors(&checkpoint::named_tensors(&model.layout, &grads.data))?)?;
+        let bytes = checkpoint::to_safetensors(&checkpoint::named_tensors(&model.layout, &grads.data))?;
+        std::fs::write(path, bytes)
+            .map_err(|e| Error::Checkpoint(format!("cannot write the gradients to {}: {e}", path.display())))?;
     }
     let out = json!({"loss": loss, "tokens": cache.count, "step": trainer.step_count(), "grads": grads_out});
     if as_json {
