@@ -413,6 +413,9 @@ test('presets, links, bad input, panels, export and speed', { timeout: 240_000 }
   await upload('model.bin', Buffer.from([0x7f, 0x45, 0x4c, 0x46, 0, 1, 2, 0, 0xff]));
   await page.waitForFunction(() => /binary/.test(document.getElementById('upload-error')?.textContent ?? ''), null, { timeout: 10_000 });
   assert.equal(await valueOf(page, '#data'), 'grammar', 'a rejected upload changes nothing');
+  await upload('big.txt', Buffer.alloc(4 * 1024 * 1024 + 1, 'a'));
+  await page.waitForFunction(() => /big\.txt/.test(document.getElementById('upload-error')?.textContent ?? ''), null, { timeout: 10_000 });
+  assert.match(await textOf(page, '#upload-error'), /big\.txt is 4194305 bytes; the lab takes text files up to 4 MiB \(4194304 bytes\)/);
   await upload('short.txt', Buffer.from('hello world'));
   await page.waitForSelector('#upload-note', { timeout: 10_000 });
   assert.equal(await valueOf(page, '#data'), 'text');
@@ -1801,6 +1804,7 @@ test('storage: a save counts once stored; a full or blocked storage is said and 
   await waitPhase(page, ['paused']);
   await page.waitForSelector('#saved.save-failed', { timeout: 15_000 });
   assert.match(await textOf(page, '#saved'), new RegExp(`storage for this site is full.*; the save of step ${kept} is kept`));
+  await page.locator('section.controls.model').screenshot({ path: join(ARTIFACTS, 'saved-full.png') });
   await page.reload({ waitUntil: 'load' });
   await page.waitForSelector('#resume-saved', { timeout: 15_000 });
   assert.match(await textOf(page, '#saved-run'), new RegExp(`step ${kept} of`), 'storage holds the last save that was stored');

@@ -42,6 +42,7 @@ fn js_err(what: &str, e: JsValue) -> String {
         .or_else(|| e.as_string())
         .unwrap_or_else(|| format!("{e:?}"));
     match name.as_str() {
+        "QuotaExceededError" if detail.is_empty() => format!("{what}: the browser's storage for this site is full"),
         "QuotaExceededError" => format!("{what}: the browser's storage for this site is full ({detail})"),
         "SecurityError" | "InvalidStateError" | "NotAllowedError" => {
             format!("{what}: this browser does not let the page store data ({name}: {detail})")

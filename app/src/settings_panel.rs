@@ -126,8 +126,10 @@ async fn read_text_file(file: web_sys::File) -> Result<String, String> {
     if file.size() == 0.0 {
         return Err(format!("{name} is empty; upload a .txt file with at least a few sentences"));
     }
-    if file.size() > 4.0 * 1024.0 * 1024.0 {
-        return Err(format!("{name} is {:.1} MB; the lab takes text files up to 4 MB", file.size() / 1048576.0));
+    // In bytes: rounded to MB, a file just over the limit would read as "4.0 MB, up to 4 MB".
+    const LIMIT: f64 = 4.0 * 1024.0 * 1024.0;
+    if file.size() > LIMIT {
+        return Err(format!("{name} is {} bytes; the lab takes text files up to 4 MiB ({LIMIT} bytes)", file.size()));
     }
     let buffer = wasm_bindgen_futures::JsFuture::from(file.array_buffer())
         .await
