@@ -1418,7 +1418,10 @@ test('the sphere and the chain: labels, arcs = the engine attention row, great-c
   await page.selectOption('#color-by', 'kind');
 
   // In 3-D on WebGL2: the dot at the nearest token's place has its kind's colour (Okabe-Ito), lit.
-  assert.equal(await data('renderer'), 'webgl2', 'the ball and the dots are drawn with WebGL2');
+  // This browser draws WebGL in software, so the page starts on the 2-D canvas and says so.
+  assert.match(await data('renderer'), /^canvas 2d \(WebGL is drawn in software here/);
+  await page.check('#webgl-anyway');
+  await page.waitForFunction(() => document.getElementById('sphere').dataset.renderer === 'webgl2', null, { timeout: 10_000 });
   const screen = nums(await data('screen'));
   const front = Array.from({ length: tokens }, (_, i) => i).reduce((a, b) => (screen[3 * b + 2] > screen[3 * a + 2] ? b : a));
   const symbol = (await page.locator(`#sphere-token option[value="${front}"]`).textContent()).replace(/^\d+: /, '');
@@ -1844,4 +1847,43 @@ test('storage: with site data blocked the page says runs cannot be saved, and tr
   await page.waitForTimeout(500);
   assert.match(await textOf(page, '#saved'), /browser storage: .*site data is blocked/, 'never "saved"');
   assert.deepEqual(problems, [], 'no console errors or exceptions');
+});
+
+test('never frozen: with WebGL and canvases on a software GPU, Pause takes effect at once and frames keep coming', { timeout: 300_000 }, async (t) => {
+  // --use-angle=swiftshader: every GPU drawing in software, as on a laptop whose GPU is blocklisted.
+  // Drawn through it, the canvases left the page without a frame for 30 s at d128 L4 T128.
+  const { page, problems } = await launch(t, { args: [...CHROMIUM_FLAGS, '--use-angle=swiftshader'], viewport: { width: 1280, height: 800 } });
+  const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+  const wide = { preset: 'custom', data: 'grammar', text: '', d_model: 128, layers: 4, heads: 4, context: 128, activation: 'gelu', causal: true, optimizer: 'adam', lr: 0.003, steps: 400, batch: 8, seed: 0, steps_per_second: 16 };
+  const notes = [];
+  for (const [name, hash, from] of [['default', '', 40], ['d128 L4 T128', '#s=' + encodeURIComponent(JSON.stringify(wide)), 8]]) {
+    await open(page, hash);
+    assert.match(await page.getAttribute('#sphere', 'data-renderer'), /^canvas 2d \(WebGL is drawn in software here/);
+    assert.equal(await page.isVisible('#webgl-anyway'), true, 'the sphere panel offers WebGL anyway');
+    await page.click('#start');
+    await stepTo(page, from, 120_000);
+    const fps = await page.evaluate(() => new Promise((done) => {
+      let n = 0; const t0 = performance.now();
+      const f = () => { n++; if (performance.now() - t0 < 2000) requestAnimationFrame(f); else done(n / 2); };
+      requestAnimationFrame(f);
+    }));
+    const waits = [];
+    for (let i = 0; i < 3; i++) {
+      const t0 = Date.now();
+      await page.click('#start');
+      await page.waitForFunction(() => document.getElementById('status')?.dataset.phase === 'paused', null, { timeout: 30_000, polling: 10 });
+      waits.push(Date.now() - t0);
+      await page.click('#start');
+      await page.waitForTimeout(1500);
+    }
+    // Pause takes effect after the step in flight.
+    const stepMs = parseFloat(await textOf(page, '#speed')) || 0;
+    notes.push(`${name}: ${fps} frames/s while training, Pause in ${waits.join(', ')} ms (a step ${stepMs} ms)`);
+    assert.ok(median(waits) <= 300 + stepMs, `${name}: Pause took ${waits} ms`);
+    assert.ok(fps >= 10, `${name}: ${fps} frames per second`);
+    await page.click('#start');
+    await waitPhase(page, ['paused']);
+  }
+  t.diagnostic(notes.join('; '));
+  assert.deepEqual(problems.filter((p) => !/WebGL|GPU stall/i.test(p)), [], 'no console errors or exceptions');
 });

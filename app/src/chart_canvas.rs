@@ -6,7 +6,6 @@
 use plotters::prelude::DrawingBackend;
 use plotters_backend::{BackendColor, BackendCoord, BackendStyle, BackendTextStyle, DrawingErrorKind};
 use plotters_canvas::CanvasBackend;
-use wasm_bindgen::JsCast;
 use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement};
 
 type Error = DrawingErrorKind<<CanvasBackend as DrawingBackend>::ErrorType>;
@@ -18,7 +17,7 @@ pub struct ChartCanvas {
 
 impl ChartCanvas {
     pub fn new(canvas: HtmlCanvasElement) -> Option<Self> {
-        let context = canvas.get_context("2d").ok()??.dyn_into::<CanvasRenderingContext2d>().ok()?;
+        let context = crate::canvas2d::context(&canvas)?;
         Some(ChartCanvas { inner: CanvasBackend::with_canvas_object(canvas)?, context })
     }
 

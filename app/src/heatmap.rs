@@ -5,8 +5,9 @@ use engine::science::markov;
 use leptos::html::Canvas;
 use leptos::prelude::*;
 use wasm_bindgen::JsCast;
-use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement};
+use web_sys::HtmlCanvasElement;
 
+use crate::canvas2d;
 use crate::lab::{Chain, Lab};
 use crate::panels::Explain;
 use crate::token_style::{glyph, viridis};
@@ -46,12 +47,7 @@ fn draw(
     hovered: Option<(usize, usize)>,
     dark: bool,
 ) -> Result<(Layout, f64), String> {
-    let ctx: CanvasRenderingContext2d = canvas
-        .get_context("2d")
-        .ok()
-        .flatten()
-        .and_then(|c| c.dyn_into().ok())
-        .ok_or_else(|| "the heatmap canvas has no 2D context".to_string())?;
+    let ctx = canvas2d::context(canvas).ok_or_else(|| "the heatmap canvas has no 2D context".to_string())?;
     let size = match canvas.client_width() {
         c if c >= 100 => c as f64,
         _ => canvas.width() as f64,
@@ -151,12 +147,7 @@ fn image_canvas(rgba: &[u8], w: u32, h: u32) -> Result<HtmlCanvasElement, String
         .ok_or_else(|| "could not make the heatmap image".to_string())?;
     c.set_width(w);
     c.set_height(h);
-    let ctx: CanvasRenderingContext2d = c
-        .get_context("2d")
-        .ok()
-        .flatten()
-        .and_then(|c| c.dyn_into().ok())
-        .ok_or_else(|| "the heatmap image has no 2D context".to_string())?;
+    let ctx = canvas2d::context(&c).ok_or_else(|| "the heatmap image has no 2D context".to_string())?;
     ctx.put_image_data(&image, 0.0, 0.0).map_err(|_| "could not draw the heatmap image".to_string())?;
     Ok(c)
 }

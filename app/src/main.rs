@@ -31,6 +31,7 @@
 //! panels `#panel-*`, `#crashed` and `#restart-worker`. `window.spherewalk` is the scripting API
 //! (`script_api`; its `bench` times the engine alone in a worker).
 
+mod canvas2d;
 mod chart_canvas;
 mod charts;
 mod export;

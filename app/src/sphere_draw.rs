@@ -5,7 +5,6 @@
 //! and its random walkers.
 
 use engine::science::sphere::arc;
-use wasm_bindgen::JsCast;
 use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement};
 
 use crate::sphere_gl::{Dot, Renderer};
@@ -79,12 +78,7 @@ impl Frame {
 }
 
 fn context(canvas: &HtmlCanvasElement) -> Result<CanvasRenderingContext2d, String> {
-    canvas
-        .get_context("2d")
-        .ok()
-        .flatten()
-        .and_then(|c| c.dyn_into().ok())
-        .ok_or_else(|| "the sphere canvas has no 2D context".to_string())
+    crate::canvas2d::context(canvas).ok_or_else(|| "the sphere canvas has no 2D context".to_string())
 }
 
 /// Sizes the canvas to its shown size in device pixels (sharp at any size); returns the CSS size

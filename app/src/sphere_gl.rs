@@ -105,9 +105,40 @@ fn floats(rgb: (u8, u8, u8)) -> [f32; 3] {
     [rgb.0 as f32 / 255.0, rgb.1 as f32 / 255.0, rgb.2 as f32 / 255.0]
 }
 
+/// The WebGL renderer's name when it is software, asked of a throwaway context.
+pub fn software_renderer_name() -> Option<String> {
+    let canvas: HtmlCanvasElement = web_sys::window()?.document()?.create_element("canvas").ok()?.dyn_into().ok()?;
+    let gl: GL = canvas.get_context("webgl2").ok().flatten()?.dyn_into().ok()?;
+    let name = software_renderer(&gl);
+    // Chromium keeps only so many contexts: give this one back now.
+    if let Some(lose) = gl.get_extension("WEBGL_lose_context").ok().flatten() {
+        let _ = js_sys::Reflect::get(&lose, &"loseContext".into())
+            .ok()
+            .and_then(|f| f.dyn_into::<js_sys::Function>().ok())
+            .map(|f| f.call0(&lose));
+    }
+    name
+}
+
+/// Why a software WebGL is not used: the start of the renderer's error then.
+pub const SOFTWARE: &str = "WebGL is drawn in software here, slower than the 2-D canvas";
+
+/// The renderer's name when WebGL runs on the CPU (SwiftShader, llvmpipe: what a machine whose GPU
+/// is blocklisted gets): there every frame is rasterised in software and read back, and a class saw
+/// the page take 20 s to answer Pause.
+fn software_renderer(gl: &GL) -> Option<String> {
+    // The unmasked name, when the browser gives it; the masked one otherwise.
+    const UNMASKED_RENDERER_WEBGL: u32 = 0x9246;
+    let unmasked = gl.get_extension("WEBGL_debug_renderer_info").ok().flatten().map(|_| UNMASKED_RENDERER_WEBGL);
+    let name = gl.get_parameter(unmasked.unwrap_or(GL::RENDERER)).ok()?.as_string()?;
+    let lower = name.to_lowercase();
+    ["swiftshader", "llvmpipe", "softpipe", "lavapipe", "software"].iter().any(|s| lower.contains(s)).then_some(name)
+}
+
 impl Renderer {
     /// A renderer on an offscreen canvas, or why WebGL2 is not available (the 2-D view then draws alone).
-    pub fn new() -> Result<Renderer, String> {
+    /// A renderer, unless WebGL2 is missing or (without `software_ok`) drawn in software.
+    pub fn new(software_ok: bool) -> Result<Renderer, String> {
         let canvas: HtmlCanvasElement = web_sys::window()
             .and_then(|w| w.document())
             .and_then(|d| d.create_element("canvas").ok())
@@ -123,6 +154,9 @@ impl Renderer {
             .flatten()
             .and_then(|c| c.dyn_into().ok())
             .ok_or("this browser has no WebGL2")?;
+        if let Some(name) = software_renderer(&gl).filter(|_| !software_ok) {
+            return Err(format!("{SOFTWARE}: {name}"));
+        }
         let ball = program(&gl, BALL_VS, BALL_FS)?;
         let dots = program(&gl, DOT_VS, DOT_FS)?;
         let quad = gl.create_buffer().ok_or("no buffer")?;

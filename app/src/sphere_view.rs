@@ -13,7 +13,7 @@ use leptos::prelude::*;
 use crate::lab::{Lab, TRAIL_LEN};
 use crate::panels::Explain;
 use crate::sphere_draw::{self, Drawn, Scene};
-use crate::sphere_gl::Renderer;
+use crate::sphere_gl::{self, Renderer};
 use crate::token_style::{css, glyph, viridis, Kind};
 
 /// Picks one overlay of the sphere view from the panels: its depth and its unit 3-vectors.
@@ -197,11 +197,22 @@ pub fn SphereView(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
     };
 
     let drawn = RwSignal::new(Drawn::default());
-    // The 3-D renderer, made once: Err says why the view draws on the 2-D canvas alone.
-    let renderer = StoredValue::new_local(Renderer::new());
-    let renderer_name = renderer.with_value(|r| match r {
-        Ok(_) => "webgl2".to_string(),
-        Err(e) => format!("canvas 2d ({e})"),
+    // The 3-D renderer: Err says why the view draws on the 2-D canvas alone. A software WebGL
+    // (a blocklisted GPU) is used only when the visitor asks for it.
+    let gl_anyway = RwSignal::new(false);
+    let renderer = StoredValue::new_local(Renderer::new(false));
+    let name_of = move || {
+        renderer.with_value(|r| r.as_ref().map_or_else(|e| format!("canvas 2d ({e})"), |_| "webgl2".to_string()))
+    };
+    let renderer_name = RwSignal::new(name_of());
+    let software = renderer_name.with_untracked(|n| n.contains(sphere_gl::SOFTWARE));
+    Effect::new(move |was: Option<bool>| {
+        let on = gl_anyway.get();
+        if was.is_some_and(|w| w != on) {
+            renderer.set_value(Renderer::new(on));
+            renderer_name.set(name_of());
+        }
+        on
     });
     let colors = Memo::new(move |_| {
         let kind = by_kind.get();
@@ -235,6 +246,7 @@ pub fn SphereView(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
 
     Effect::new(move |_| {
         let Some(canvas) = canvas_ref.get() else { return };
+        renderer_name.track();
         let dark = dark.get();
         let result = moment.with(|m| {
             let Some(m) = m else {
@@ -496,6 +508,7 @@ pub fn SphereView(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                 {toggle("ghosts", " Brownian ghosts", ghosts, "")}
                 {toggle("orbit", " orbit", orbit, "")}
                 {toggle("one-finger", " one-finger turn", one_finger, "touch-only")}
+                {software.then(|| toggle("webgl-anyway", " 3-D with WebGL (drawn in software here: slow)", gl_anyway, ""))}
             </div>
             <canvas
                 id="sphere"
@@ -507,7 +520,7 @@ pub fn SphereView(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                 aria-label="tokens of the probe row as points on a sphere; drag (two fingers on a touch screen) or use the arrow keys to turn it, [ and ] to follow a token, Escape to stop"
                 class:one-finger=move || one_finger.get()
                 data-yaw=move || format!("{:.3}", lab.yaw.get())
-                data-renderer=move || if drawn.with(|d| d.gl) { "webgl2".to_string() } else { renderer_name.clone() }
+                data-renderer=move || if drawn.with(|d| d.gl) { "webgl2".to_string() } else { renderer_name.get() }
                 data-screen=move || drawn.with(|d| join(d.screen.iter().flat_map(|p| [p.0, p.1, p.2])))
                 data-points=move || drawn.with(|d| d.points)
                 data-labels=move || drawn.with(|d| d.labels)
