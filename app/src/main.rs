@@ -564,9 +564,11 @@ fn estimate(lab: Lab) -> String {
              so about {}",
             time(steps as f64 / m)
         ),
-        (Some(p), _) => {
-            format!("{steps} steps (validation every {eval}) at {p} steps/s: about {}", time(steps as f64 / p))
-        }
+        (Some(p), _) => format!(
+            "{steps} steps (validation every {eval}) at {p} steps/s, a third of it for the first {}: about {}",
+            spherewalk::settings::slow_steps(steps),
+            time(spherewalk::settings::paced_ms(steps, steps, p) / 1000.0)
+        ),
         (None, Some(m)) => format!(
             "{steps} steps (validation every {eval}) as fast as possible: about {} on the browser's CPU",
             time(steps as f64 / m)

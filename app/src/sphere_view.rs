@@ -508,7 +508,7 @@ pub fn SphereView(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                 {toggle("ghosts", " Brownian ghosts", ghosts, "")}
                 {toggle("orbit", " orbit", orbit, "")}
                 {toggle("one-finger", " one-finger turn", one_finger, "touch-only")}
-                {software.then(|| toggle("webgl-anyway", " 3-D with WebGL (drawn in software here: slow)", gl_anyway, ""))}
+                {software.then(|| toggle("webgl-anyway", " WebGL (software here: slow)", gl_anyway, ""))}
             </div>
             <canvas
                 id="sphere"

@@ -28,7 +28,7 @@ use crate::js::{now_ms, sleep, yield_now};
 use crate::model_io::{self, SavedMeta};
 use crate::persist;
 use crate::protocol::{self, Command, Event, Phase};
-use crate::settings::Settings;
+use crate::settings::{self, Settings};
 use crate::shard_pool::SecondWorker;
 
 const CHUNK_MS: f64 = 8.0;
@@ -483,8 +483,9 @@ impl Worker {
     async fn chunk(&mut self) {
         if let Some(pace) = self.pace {
             let (from, t0) = self.pace_origin;
-            let done = self.session.as_ref().map_or(0, Session::step_count).saturating_sub(from);
-            let due = t0 + done as f64 * 1000.0 / pace;
+            let (now_step, total) =
+                self.session.as_ref().map_or((0, 1), |s| (s.step_count(), s.experiment().train.steps));
+            let due = t0 + settings::paced_ms(now_step, total, pace) - settings::paced_ms(from, total, pace);
             let wait = due - now_ms();
             if wait > 0.0 {
                 sleep(wait.min(50.0)).await;
