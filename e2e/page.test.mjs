@@ -1900,3 +1900,29 @@ test('never frozen: with WebGL and canvases on a software GPU, Pause takes effec
   t.diagnostic(notes.join('; '));
   assert.deepEqual(problems.filter((p) => !/WebGL|GPU stall/i.test(p)), [], 'no console errors or exceptions');
 });
+
+test('first screen in plain words: what the model learns, a loss with its yardstick, a GPU error a teacher can read aloud', { timeout: 120_000 }, async (t) => {
+  // Without WebGPU in the browser: the page asks for an adapter and gets none.
+  const { page, problems } = await launch(t, { args: CHROMIUM_FLAGS.filter((f) => f !== '--enable-unsafe-webgpu').concat(['--disable-features=WebGPU']), viewport: { width: 1280, height: 800 } });
+  await open(page, '');
+  const lead = page.locator('#lead');
+  assert.equal((await lead.textContent()).trim(), 'A 2-layer transformer learns to predict the next character of a made-up grammar.');
+  const box = await lead.boundingBox();
+  const title = await page.locator('h1').boundingBox();
+  assert.ok(box.y < title.y + title.height, 'on the title\'s line, the first thing read');
+  await page.click('#step-once');
+  await stepTo(page, 1, 30_000);
+  // The loss chart's own baseline line for a uniform guess gives the same number.
+  const guess = Number((await textOf(page, '#yardsticks')).match(/guessing: ([\d.]+)/)[1]);
+  const vocab = JSON.parse(await page.evaluate(() => spherewalk.experiment())).train.model.vocab || null;
+  const chartGuess = Number((await textOf(page, '#baselines')).match(/a uniform guess among the \d+ symbols scores ([\d.]+)/)?.[1]);
+  assert.equal(guess, chartGuess, `guessing ${guess} on the stats, ${chartGuess} under the loss chart (vocab ${vocab})`);
+  assert.match(await page.getAttribute('#yardsticks', 'title'), /a uniform guess scores [\d.]+, letter frequencies alone [\d.]+/);
+  const line = await textOf(page, '#backend');
+  t.diagnostic(`backend line: ${line}`);
+  assert.match(line, /^Backend: CPU \(auto: this browser offers no GPU to the page\)/);
+  assert.doesNotMatch(line, /compiled in|adapter found/, 'the graphics stack\'s words are behind "details"');
+  assert.match(await textOf(page, '#backend-details'), /no GPU adapter/);
+  await page.screenshot({ path: join(ARTIFACTS, 'page-first-screen.png') });
+  assert.deepEqual(problems.filter((p) => !/WebGPU|GPU/i.test(p)), [], 'no console errors or exceptions');
+});

@@ -95,15 +95,26 @@ impl BackendChoice {
     }
 }
 
-/// The session's backend line ("gpu (adapter)", "cpu (why)") as the page says it.
-fn backend_line(line: &str) -> String {
-    let (head, rest) = line.split_at(line.find(' ').unwrap_or(line.len()));
+/// The session's backend line ("gpu (adapter)", "cpu (why)") as the page says it, in words a
+/// teacher can read aloud, and the graphics stack's own words when they are not (for "details").
+fn backend_line(line: &str) -> (String, Option<String>) {
+    let (main, extra) = line.split_once(" · ").map_or((line, None), |(m, e)| (m, Some(e)));
+    let (head, rest) = main.split_at(main.find(' ').unwrap_or(main.len()));
     let head = match head {
         "gpu" => "WebGPU",
         "cpu" => "CPU",
         other => other,
     };
-    format!("Backend: {head}{rest}")
+    // "no GPU adapter: No suitable graphics adapter found; noop support not compiled in, ...".
+    let (rest, detail) = match rest.find("no GPU adapter") {
+        Some(_) => {
+            let auto = if rest.contains("auto:") { "auto: " } else { "" };
+            (format!(" ({auto}this browser offers no GPU to the page)"), Some(rest.trim().to_string()))
+        }
+        None => (rest.to_string(), None),
+    };
+    let extra = extra.map(|e| format!(" · {e}")).unwrap_or_default();
+    (format!("Backend: {head}{rest}{extra}"), detail)
 }
 
 /// An earlier run's training curve: (label, (step, loss) points).
@@ -177,6 +188,8 @@ pub struct Lab {
     pub backend: RwSignal<BackendChoice>,
     /// "Backend: ..." as shown: the one in use and the adapter's name, or why not WebGPU.
     pub backend_line: RwSignal<String>,
+    /// What the graphics stack said when the backend line puts it in plainer words.
+    pub backend_detail: RwSignal<Option<String>>,
     /// The WebGPU adapter the run is on (None: on the CPU).
     pub on_gpu: RwSignal<Option<String>>,
     /// The worker crashed: what happened (the page offers the last saved run).
@@ -236,6 +249,7 @@ impl Lab {
             notice: RwSignal::new(None),
             backend: RwSignal::new(BackendChoice::default()),
             backend_line: RwSignal::new(BackendChoice::default().idle_line()),
+            backend_detail: RwSignal::new(None),
             on_gpu: RwSignal::new(None),
             crashed: RwSignal::new(None),
             summary: RwSignal::new(None),
@@ -415,7 +429,9 @@ impl Lab {
                 }
             }
             Event::Backend { line, adapter } => {
-                self.backend_line.set(backend_line(&line));
+                let (line, detail) = backend_line(&line);
+                self.backend_line.set(line);
+                self.backend_detail.set(detail);
                 self.on_gpu.set(adapter);
             }
             Event::Progress { step, train, val, diagnostics, diag_text, ms_per_step, steps_per_second, seconds } => {
@@ -573,6 +589,7 @@ impl Lab {
         self.step.set(0);
         self.total_steps.set(self.settings.with_untracked(|s| s.steps));
         self.backend_line.set(self.backend.get_untracked().idle_line());
+        self.backend_detail.set(None);
         self.on_gpu.set(None);
     }
 
@@ -693,6 +710,7 @@ impl Lab {
         self.backend.set(choice);
         if self.run_config.with_untracked(Option::is_none) {
             self.backend_line.set(choice.idle_line());
+            self.backend_detail.set(None);
         }
         self.send(Command::SetBackend { choice: choice.engine() });
     }

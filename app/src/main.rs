@@ -37,6 +37,7 @@ mod charts;
 mod export;
 mod heatmap;
 mod lab;
+mod lead;
 mod panels;
 mod race;
 mod script_api;
@@ -275,15 +276,19 @@ fn App() -> impl IntoView {
         }
     };
 
+    // The loss of a uniform guess and the full yardsticks sentence, once the run knows its data.
+    let yardsticks = move || {
+        let vocab = lab.run_config.with(|c| c.as_ref().map(|c| c.model.vocab))?;
+        Some(lead::yardsticks(vocab, &lab.baselines.get()?))
+    };
     view! {
         <main class="lab">
             <header>
                 <h1>"Spherewalk"</h1>
-                <p class="subtitle">
-                    "A small transformer, trained in your browser. Engine "
-                    <code id="version">{engine::VERSION}</code>
+                <p class="subtitle" id="lead">
+                    {move || lead::sentence(&lab.settings.get())}
                 </p>
-                <p id="backend" class="note" aria-live="polite" title=move || lab.backend_line.get()>
+                <p id="backend" class="note" aria-live="polite">
                     {move || lab.backend_line.get()}
                 </p>
                 <label class="backend-choice">
@@ -309,6 +314,19 @@ fn App() -> impl IntoView {
                             .collect_view()}
                     </select>
                 </label>
+                {move || {
+                    lab.backend_detail
+                        .get()
+                        .map(|d| {
+                            view! {
+                                <details id="backend-details" class="note">
+                                    <summary>"details"</summary>
+                                    {d}
+                                </details>
+                            }
+                        })
+                }}
+                <span class="note">"Engine " <code id="version">{engine::VERSION}</code></span>
                 {move || lab.backend_warning().map(|w| view! { <p id="backend-warning" class="error" role="status">{w}</p> })}
                 <Show when=move || lab.on_gpu.with(Option::is_some)>
                     <p id="gpu-copy" class="note">
@@ -478,7 +496,10 @@ fn App() -> impl IntoView {
                     <dd id="train-loss">{move || fmt_loss(last_train())}</dd>
                 </div>
                 <div>
-                    <dt>"validation loss"</dt>
+                    <dt id="yardsticks" title=move || yardsticks().map(|(_, long)| long)>
+                        "validation loss"
+                        {move || yardsticks().map(|(guess, _)| format!(" (guessing: {guess:.2})"))}
+                    </dt>
                     <dd id="val-loss">{move || fmt_loss(last_val())}</dd>
                 </div>
                 <div>

@@ -276,7 +276,7 @@ pub fn SphereView(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                 let d = depth.min(s.layers);
                 let name =
                     if d == s.layers { "after the final LayerNorm".to_string() } else { format!("into layer {d}") };
-                Some(format!("{}, {name}", step_text(m.step)))
+                Some(format!("{}, {name}: one dot per character", step_text(m.step)))
             });
             row.with(|row| {
                 colors.with(|colors| {
