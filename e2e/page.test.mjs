@@ -448,6 +448,16 @@ test('presets, links, bad input, panels, export and speed', { timeout: 240_000 }
   assert.equal(await phase(page), 'training', 'both entrants have 30 steps while the run still trains: they run at the same time');
   await page.click('#start');
   await waitPhase(page, ['paused']);
+  // The race on the page: its verdict under the race chart, a row of numbers per named entrant,
+  // validation points for both.
+  await page.waitForSelector('#race-verdict', { timeout: 10_000 });
+  assert.match(await textOf(page, '#race-verdict'), /cgfac lr 0\.03.*adam lr 0\.01|adam lr 0\.01.*cgfac lr 0\.03/);
+  const rows = await page.locator('#race-stats tbody tr').allTextContents();
+  assert.equal(rows.length, 2);
+  assert.match(rows[0], /^cgfac lr 0\.03\d+\d\.\d{4}\d\.\d{4}/);
+  assert.match(rows[1], /^adam lr 0\.01\d+\d\.\d{4}\d\.\d{4}/);
+  const valPoints = (await page.getAttribute('#race-chart', 'data-val-points')).split(',').map(Number);
+  assert.ok(valPoints.every((n) => n >= 2), `validation points per entrant: ${valPoints}`);
   await page.locator('#panel-loss').screenshot({ path: join(ARTIFACTS, 'panel-race.png') });
   notes.push(`race: steps ${raceSteps.join(' / ')} (cgfac / adam) while both train`);
 

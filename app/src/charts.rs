@@ -37,6 +37,16 @@ pub const PALETTE: [RGBColor; 6] = [
     RGBColor(0xd0, 0x3f, 0x8a),
 ];
 
+/// A race entrant's colour, the same on both charts: the page's own run blue, the rivals apart
+/// from the baselines' colours.
+pub fn entrant_color(i: usize) -> RGBColor {
+    if i == 0 {
+        PALETTE[0]
+    } else {
+        PALETTE[(i + 4) % PALETTE.len()]
+    }
+}
+
 /// One line of a chart.
 pub struct Line {
     pub label: String,
@@ -168,6 +178,7 @@ pub fn loss_lines(
     train: &[(usize, f32)],
     train_label: &str,
     val: &[(usize, f32)],
+    val_label: &str,
     earlier: &[(String, Vec<(usize, f32)>)],
     dark: bool,
 ) -> Vec<Line> {
@@ -185,7 +196,7 @@ pub fn loss_lines(
         })
         .collect();
     lines.push(Line { label: train_label.into(), color: PALETTE[0], width: 2, points: pts(train), dots: false });
-    lines.push(Line { label: "validation loss".into(), color: PALETTE[1], width: 2, points: pts(val), dots: true });
+    lines.push(Line { label: val_label.into(), color: PALETTE[1], width: 2, points: pts(val), dots: true });
     lines
 }
 

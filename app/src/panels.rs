@@ -81,18 +81,31 @@ fn chart_effect(
     });
 }
 
-/// The race's rivals (entrant 1..) as lines against steps.
+/// The race's rivals (entrant 1..) as lines against steps, with their validation points.
 fn rival_lines(lab: Lab) -> Vec<Line> {
+    let pts = |p: &[(usize, f32)]| p.iter().map(|&(s, l)| (s as f64, l as f64)).collect::<Vec<_>>();
     lab.race.with(|r| {
         r.iter()
             .enumerate()
             .skip(1)
-            .map(|(i, e)| Line {
-                label: format!("train loss, {}", e.label),
-                color: PALETTE[(i + 3) % PALETTE.len()],
-                width: 2,
-                points: e.train.iter().map(|&(s, l)| (s as f64, l as f64)).collect(),
-                dots: false,
+            .flat_map(|(i, e)| {
+                let color = charts::entrant_color(i);
+                [
+                    Line {
+                        label: format!("train loss, {}", e.label),
+                        color,
+                        width: 2,
+                        points: pts(&e.train),
+                        dots: false,
+                    },
+                    Line {
+                        label: format!("validation, {}", e.label),
+                        color,
+                        width: 2,
+                        points: pts(&e.val),
+                        dots: true,
+                    },
+                ]
             })
             .collect()
     })
@@ -102,11 +115,13 @@ fn rival_lines(lab: Lab) -> Vec<Line> {
 pub fn LossPanel(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
     let canvas_ref = NodeRef::<Canvas>::new();
     chart_effect(lab, canvas_ref, dark, "loss (cross-entropy)", "nats", move |dark| {
-        let own = lab.race.with(|r| r.first().map(|e| format!("train loss, {}", e.label)));
+        let own = lab.race.with(|r| r.first().map(|e| e.label.clone()));
+        let (train_label, val_label) = match &own {
+            Some(l) => (format!("train loss, {l}"), format!("validation, {l}")),
+            None => ("train loss".to_string(), "validation loss".to_string()),
+        };
         let mut lines = lab.train.with(|t| {
-            lab.val.with(|v| {
-                lab.earlier.with(|e| charts::loss_lines(t, own.as_deref().unwrap_or("train loss"), v, e, dark))
-            })
+            lab.val.with(|v| lab.earlier.with(|e| charts::loss_lines(t, &train_label, v, &val_label, e, dark)))
         });
         lines.extend(rival_lines(lab));
         let vocab = lab.run_config.with(|c| c.as_ref().map(|c| c.model.vocab));
@@ -129,7 +144,7 @@ pub fn LossPanel(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                 .enumerate()
                 .map(|(i, e)| Line {
                     label: e.label.clone(),
-                    color: if i == 0 { PALETTE[0] } else { PALETTE[(i + 3) % PALETTE.len()] },
+                    color: charts::entrant_color(i),
                     width: 2,
                     points: e.by_time.iter().map(|&(t, l)| (t, l as f64)).collect(),
                     dots: false,
@@ -210,7 +225,40 @@ pub fn LossPanel(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                     aria-label="training loss of each race entrant against seconds of compute"
                     data-entrants=move || lab.race.with(|r| r.iter().map(|e| e.label.clone()).collect::<Vec<_>>().join(","))
                     data-steps=move || lab.race.with(|r| r.iter().map(|e| e.train.len().to_string()).collect::<Vec<_>>().join(","))
+                    data-val-points=move || lab.race.with(|r| r.iter().map(|e| e.val.len().to_string()).collect::<Vec<_>>().join(","))
                 ></canvas>
+                {verdict_line("race-verdict".into(), move || crate::race::verdict(lab))}
+                <table id="race-stats" class="race-stats">
+                    <thead>
+                        <tr>
+                            <th scope="col">"entrant"</th>
+                            <th scope="col">"step"</th>
+                            <th scope="col">"train loss"</th>
+                            <th scope="col">"validation loss"</th>
+                            <th scope="col">"seconds"</th>
+                        </tr>
+                    </thead>
+                    <tbody>
+                        {move || {
+                            lab.race
+                                .get()
+                                .into_iter()
+                                .map(|e| {
+                                    let last = |p: &[(usize, f32)]| p.last().map(|x| format!("{:.4}", x.1)).unwrap_or("–".into());
+                                    view! {
+                                        <tr>
+                                            <th scope="row">{e.label.clone()}</th>
+                                            <td>{e.train.last().map_or(0, |x| x.0)}</td>
+                                            <td>{last(&e.train)}</td>
+                                            <td>{last(&e.val)}</td>
+                                            <td>{e.by_time.last().map(|x| format!("{:.1}", x.0)).unwrap_or("–".into())}</td>
+                                        </tr>
+                                    }
+                                })
+                                .collect_view()
+                        }}
+                    </tbody>
+                </table>
             </Show>
         </section>
     }

@@ -22,6 +22,7 @@ pub const RIVALS: [&str; 1] = ["adam"];
 pub struct Entrant {
     pub label: String,
     pub train: Vec<(usize, f32)>,
+    pub val: Vec<(usize, f32)>,
     /// (seconds of compute, loss of the latest step then).
     pub by_time: Vec<(f64, f32)>,
     pub phase: Phase,
@@ -102,14 +103,9 @@ pub fn start(lab: Lab, experiment: &Experiment, run: bool) {
                         }
                     });
                 }
-                Event::Progress { train, seconds, .. } => lab.race.update(|r| {
-                    if let Some(e) = r.get_mut(index) {
-                        if let Some(&(_, loss)) = train.last() {
-                            e.by_time.push((seconds, loss));
-                        }
-                        e.train.extend(train);
-                    }
-                }),
+                Event::Progress { train, val, seconds, .. } => {
+                    lab.race.update(|r| r.get_mut(index).into_iter().for_each(|e| e.add(&train, &val, seconds)))
+                }
                 Event::Phase { phase } => lab.race.update(|r| {
                     if let Some(e) = r.get_mut(index) {
                         e.phase = phase;
@@ -130,14 +126,26 @@ pub fn start(lab: Lab, experiment: &Experiment, run: bool) {
     }
 }
 
-/// The page's own run's progress, as entrant 0 of a race in progress.
-pub fn own_progress(lab: Lab, train: &[(usize, f32)], seconds: f64) {
-    lab.race.update(|r| {
-        if let Some(e) = r.first_mut() {
-            if let Some(&(_, loss)) = train.last() {
-                e.by_time.push((seconds, loss));
-            }
-            e.train.extend_from_slice(train);
+impl Entrant {
+    /// New points of a progress event, at `seconds` of compute.
+    fn add(&mut self, train: &[(usize, f32)], val: &[(usize, f32)], seconds: f64) {
+        if let Some(&(_, loss)) = train.last() {
+            self.by_time.push((seconds, loss));
         }
-    });
+        self.train.extend_from_slice(train);
+        self.val.extend_from_slice(val);
+    }
+}
+
+/// The page's own run's progress, as entrant 0 of a race in progress.
+pub fn own_progress(lab: Lab, train: &[(usize, f32)], val: &[(usize, f32)], seconds: f64) {
+    lab.race.update(|r| r.first_mut().into_iter().for_each(|e| e.add(train, val, seconds)));
+}
+
+/// The race's verdict so far, computed by the engine from every entrant's curves.
+pub fn verdict(lab: Lab) -> Option<engine::session::Verdict> {
+    lab.race.with(|r| {
+        let curves: Vec<_> = r.iter().map(|e| (e.label.clone(), e.train.clone(), e.by_time.clone())).collect();
+        engine::session::verdicts::race(&curves)
+    })
 }

@@ -89,10 +89,7 @@ pub const STEPS: [Step; 6] = [
 /// The step's verdict on the run now shown.
 fn verdict(lab: Lab, claim: Claim) -> Option<Verdict> {
     match claim {
-        Claim::Race => lab.race.with(|r| {
-            let curves: Vec<_> = r.iter().map(|e| (e.label.clone(), e.train.clone(), e.by_time.clone())).collect();
-            engine::session::verdicts::race(&curves)
-        }),
+        Claim::Race => crate::race::verdict(lab),
         _ => lab.panels.with(|p| {
             let v = &p.as_ref()?.verdicts;
             match claim {
