@@ -1936,3 +1936,35 @@ test('first screen in plain words: what the model learns, a loss with its yardst
   await page.screenshot({ path: join(ARTIFACTS, 'page-first-screen.png') });
   assert.deepEqual(problems.filter((p) => !/WebGPU|GPU/i.test(p)), [], 'no console errors or exceptions');
 });
+
+test('chart text is drawn at its CSS size on every screen: 12 px at 1280x800, on a phone and in presenter mode at 1920x1080', { timeout: 120_000 }, async (t) => {
+  const { page, problems } = await launch(t, { viewport: { width: 1280, height: 800 } });
+  // What a chart says it drew, and what the canvas's pixels make of it on the screen.
+  const charts = () => page.evaluate(() => ['loss-chart', 'entropy-chart'].map((id) => {
+    const c = document.getElementById(id);
+    return { id, font: Number(c.dataset.fontPx), perCss: c.width / c.clientWidth, dpr: devicePixelRatio, shown: c.clientWidth };
+  }));
+  await open(page, '');
+  await page.click('#step-once');
+  await stepTo(page, 1, 30_000);
+  // Every chart on screen (presenter mode shows the loss chart, not the entropy panel).
+  const check = async (where, want) => {
+    await page.waitForFunction((w) => ['loss-chart', 'entropy-chart'].every((id) => { const c = document.getElementById(id); return c.clientWidth === 0 || Number(c.dataset.fontPx) === w; }), want, { timeout: 10_000 });
+    const shown = (await charts()).filter((c) => c.shown > 0);
+    assert.ok(shown.some((c) => c.id === 'loss-chart'), `${where}: the loss chart is on the page`);
+    for (const c of shown) {
+      assert.equal(c.font, want, `${where}: ${c.id} draws its labels at ${c.font} CSS px`);
+      assert.ok(Math.abs(c.perCss - c.dpr) < 0.02, `${where}: ${c.id}'s pixels are the screen's (${c.perCss} per CSS px, ${c.shown} px shown)`);
+    }
+  };
+  await check('1280x800', 12);
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.click('#step-once');
+  await stepTo(page, 2, 30_000);
+  await check('phone', 12);
+  await page.setViewportSize({ width: 1920, height: 1080 });
+  await page.click('#presenter');
+  await check('presenter mode at 1920x1080', 12);
+  await page.locator('#panel-loss').screenshot({ path: join(ARTIFACTS, 'panel-loss-presenter.png') });
+  assert.deepEqual(problems, [], 'no console errors or exceptions');
+});

@@ -10,6 +10,28 @@ use web_sys::HtmlCanvasElement;
 
 use crate::chart_canvas::{css_font, ChartCanvas};
 
+/// The smallest text a chart draws (tick labels, legend), in CSS pixels: what a reader sees at any
+/// size of the chart on any screen.
+pub const LABEL_CSS_PX: f64 = 12.0;
+
+/// Sizes the canvas's pixels to its shown size (its aspect kept) and returns canvas pixels per CSS
+/// pixel: the device's pixel ratio. Before, the canvas kept 760 pixels wide and the page shrank
+/// it, to 6.5 px text at 1280x800.
+fn fit(canvas: &HtmlCanvasElement) -> f64 {
+    let dpr = web_sys::window().map(|w| w.device_pixel_ratio()).unwrap_or(1.0).clamp(1.0, 4.0);
+    let shown = canvas.client_width() as f64;
+    if shown >= 50.0 {
+        let aspect = canvas.height() as f64 / canvas.width().max(1) as f64;
+        let w = (shown * dpr).round() as u32;
+        if canvas.width() != w {
+            canvas.set_width(w);
+            canvas.set_height((w as f64 * aspect).round() as u32);
+        }
+    }
+    let _ = canvas.set_attribute("data-font-px", &format!("{LABEL_CSS_PX}"));
+    dpr
+}
+
 /// Colours of the light and dark themes.
 pub struct Theme {
     pub bg: RGBColor,
@@ -91,18 +113,23 @@ pub fn draw_lines_against(
     dark: bool,
 ) -> Result<(), String> {
     let theme = Theme::new(dark);
+    let s = fit(&canvas);
+    let px = |v: f64| (v * s).round() as i32;
+    // As many tick labels as fit without touching: a small chart shows fewer.
+    let ticks = |pixels: u32, per_label: f64| ((pixels as f64 / (per_label * LABEL_CSS_PX * s)) as usize).clamp(2, 10);
+    let (x_ticks, y_ticks) = (ticks(canvas.width(), 5.0), ticks(canvas.height(), 2.5));
     let backend = ChartCanvas::new(canvas).ok_or_else(|| "the canvas has no 2D context".to_string())?;
-    let legend_font = ("sans-serif", 13).into_font().color(&theme.fg);
+    let legend_font = ("sans-serif", LABEL_CSS_PX * s).into_font().color(&theme.fg);
     let label_widths: Vec<u32> = lines.iter().map(|l| backend.text_size(&l.label, &css_font(&legend_font)).0).collect();
     let root = backend.into_drawing_area();
     root.fill(&theme.bg).map_err(|e| e.to_string())?;
     let (lo, hi) = range(lines, true);
     let mut chart = ChartBuilder::on(&root)
-        .margin(12)
-        .margin_right(28)
-        .caption(caption, ("sans-serif", 17).into_font().color(&theme.fg))
-        .x_label_area_size(34)
-        .y_label_area_size(52)
+        .margin(px(10.0))
+        .margin_right(px(22.0))
+        .caption(caption, ("sans-serif", 15.0 * s).into_font().color(&theme.fg))
+        .x_label_area_size(px(32.0))
+        .y_label_area_size(px(48.0))
         .build_cartesian_2d(0f64..x_max.max(1.0), lo..hi)
         .map_err(|e| e.to_string())?;
     chart
@@ -111,18 +138,20 @@ pub fn draw_lines_against(
         .bold_line_style(theme.grid)
         .x_label_formatter(&|x| if x_max < 10.0 { format!("{x:.1}") } else { format!("{x:.0}") })
         .y_label_formatter(&|y| format!("{y:.2}"))
+        .x_labels(x_ticks)
+        .y_labels(y_ticks)
         .axis_style(theme.fg)
-        .label_style(("sans-serif", 13).into_font().color(&theme.fg))
+        .label_style(("sans-serif", LABEL_CSS_PX * s).into_font().color(&theme.fg))
         .x_desc(x_desc)
         .y_desc(y_desc)
         .draw()
         .map_err(|e| e.to_string())?;
     for line in lines {
         let color = line.color;
-        let width = line.width;
+        let width = px(line.width as f64).max(1) as u32;
         let pts = line.points.iter().copied().filter(|p| p.1.is_finite());
         if line.dots {
-            chart.draw_series(pts.map(|p| Circle::new(p, 4, color.filled()))).map_err(|e| e.to_string())?;
+            chart.draw_series(pts.map(|p| Circle::new(p, px(4.0), color.filled()))).map_err(|e| e.to_string())?;
         } else {
             chart.draw_series(LineSeries::new(pts, color.stroke_width(width))).map_err(|e| e.to_string())?;
         }
@@ -148,27 +177,30 @@ fn draw_legend(
     theme: &Theme,
     font: &TextStyle,
 ) -> Result<(), DrawingAreaErrorKind<<ChartCanvas as DrawingBackend>::ErrorType>> {
-    const ROW: i32 = 18;
-    const SWATCH: i32 = 18;
-    const PAD: i32 = 7;
-    const INSET: i32 = 10;
-    let w = widths.iter().max().copied().unwrap_or(0) as i32 + SWATCH + 3 * PAD;
-    let h = lines.len() as i32 * ROW + 2 * PAD - 4;
+    // Sized with the labels' font (its CSS size times the canvas's pixels per CSS pixel).
+    let s = font.font.get_size() / LABEL_CSS_PX;
+    let px = |v: f64| (v * s).round() as i32;
+    let (row, swatch, pad, inset) = (px(17.0), px(16.0), px(6.0), px(8.0));
+    let w = widths.iter().max().copied().unwrap_or(0) as i32 + swatch + 3 * pad;
+    let h = lines.len() as i32 * row + 2 * pad - 4;
     let right = matches!(corner, SeriesLabelPosition::UpperRight | SeriesLabelPosition::LowerRight);
     let upper = matches!(corner, SeriesLabelPosition::UpperRight | SeriesLabelPosition::UpperLeft);
-    let x0 = if right { xs.end - INSET - w } else { xs.start + INSET };
-    let y0 = if upper { ys.start + INSET } else { ys.end - INSET - h };
+    let x0 = if right { xs.end - inset - w } else { xs.start + inset };
+    let y0 = if upper { ys.start + inset } else { ys.end - inset - h };
     root.draw(&Rectangle::new([(x0, y0), (x0 + w, y0 + h)], theme.bg.mix(0.85).filled()))?;
-    root.draw(&Rectangle::new([(x0, y0), (x0 + w, y0 + h)], theme.grid.stroke_width(1)))?;
+    root.draw(&Rectangle::new([(x0, y0), (x0 + w, y0 + h)], theme.grid.stroke_width(px(1.0).max(1) as u32)))?;
     let label_style = font.pos(Pos::new(HPos::Left, VPos::Center));
     for (i, line) in lines.iter().enumerate() {
-        let (x, y) = (x0 + PAD, y0 + PAD - 2 + i as i32 * ROW + ROW / 2);
+        let (x, y) = (x0 + pad, y0 + pad - 2 + i as i32 * row + row / 2);
         if line.dots {
-            root.draw(&Circle::new((x + SWATCH / 2, y), 4, line.color.filled()))?;
+            root.draw(&Circle::new((x + swatch / 2, y), px(4.0), line.color.filled()))?;
         } else {
-            root.draw(&PathElement::new(vec![(x, y), (x + SWATCH, y)], line.color.stroke_width(line.width.max(2))))?;
+            root.draw(&PathElement::new(
+                vec![(x, y), (x + swatch, y)],
+                line.color.stroke_width(px(line.width.max(2) as f64) as u32),
+            ))?;
         }
-        root.draw(&Text::new(line.label.as_str(), (x + SWATCH + PAD, y), label_style.clone()))?;
+        root.draw(&Text::new(line.label.as_str(), (x + swatch + pad, y), label_style.clone()))?;
     }
     Ok(())
 }

@@ -208,6 +208,9 @@ pub struct Lab {
     /// Counts the times the settings were replaced whole (a preset, a tour step, a link, a resumed
     /// run): a field's kept bad entry then gives way to the new value.
     pub replaced: RwSignal<u64>,
+    /// Counts changes of the page's layout (presenter mode, the window's size): charts redraw at
+    /// their new size.
+    pub layout: RwSignal<u64>,
     /// The GPU adapter this browser offers: Ok((name, software)), or why there is none.
     pub adapter: RwSignal<Option<Result<(String, bool), String>>>,
     /// The run's count baselines (unigram, bigram), drawn on the loss chart with ln V.
@@ -259,6 +262,7 @@ impl Lab {
             epoch: RwSignal::new(0),
             link_errors: RwSignal::new(Vec::new()),
             replaced: RwSignal::new(0),
+            layout: RwSignal::new(0),
             adapter: RwSignal::new(None),
             baselines: RwSignal::new(None),
             writing: crate::writing::WritingState::new(),

@@ -207,7 +207,10 @@ fn App() -> impl IntoView {
             let _ =
                 if on { root.set_attribute("data-presenter", "on") } else { root.remove_attribute("data-presenter") };
         }
+        lab.layout.update(|n| *n += 1);
     });
+    let resized = window_event_listener(leptos::ev::resize, move |_| lab.layout.update(|n| *n += 1));
+    on_cleanup(move || resized.remove());
     // The keys (never while typing in a form control): space starts and pauses, the right arrow
     // steps, P presenter mode, F full screen, ? the list of keys, Escape closes it.
     let keys = window_event_listener(leptos::ev::keydown, move |ev: web_sys::KeyboardEvent| {

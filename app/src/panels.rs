@@ -72,6 +72,7 @@ fn chart_effect(
 ) {
     Effect::new(move |_| {
         let dark = dark.get();
+        lab.layout.track();
         let x_max = lab.total_steps.get() as f64;
         let lines = lines(dark);
         let Some(canvas) = canvas_ref.get() else { return };
@@ -137,6 +138,7 @@ pub fn LossPanel(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
     let race_ref = NodeRef::<Canvas>::new();
     Effect::new(move |_| {
         let dark = dark.get();
+        lab.layout.track();
         let Some(canvas) = race_ref.get() else { return };
         let (lines, x_max) = lab.race.with(|r| {
             let lines: Vec<Line> = r
