@@ -90,23 +90,14 @@ fn rival_lines(lab: Lab) -> Vec<Line> {
             .enumerate()
             .skip(1)
             .flat_map(|(i, e)| {
-                let color = charts::entrant_color(i);
-                [
-                    Line {
-                        label: format!("train loss, {}", e.label),
-                        color,
-                        width: 2,
-                        points: pts(&e.train),
-                        dots: false,
-                    },
-                    Line {
-                        label: format!("validation, {}", e.label),
-                        color,
-                        width: 2,
-                        points: pts(&e.val),
-                        dots: true,
-                    },
-                ]
+                let line = |what: &str, points: &[(usize, f32)], dots| Line {
+                    label: format!("{what}, {}", e.label),
+                    color: charts::entrant_color(i),
+                    width: 2,
+                    points: pts(points),
+                    dots,
+                };
+                [line("train loss", &e.train, false), line("validation", &e.val, true)]
             })
             .collect()
     })

@@ -1,0 +1,48 @@
+//! The line beside the pace control: how long the run will take at its pace (with its slow start)
+//! or on the browser's CPU, and a warning when the size is slow in a browser.
+
+use leptos::prelude::*;
+
+use crate::lab::Lab;
+
+/// What the run will take: steps at the pace, and a warning when the size is slow in a browser.
+pub fn estimate(lab: Lab) -> String {
+    let s = lab.settings.get();
+    let steps = s.steps;
+    let eval = (steps / 20).max(1);
+    let per_step_s = s.to_config().ok().map(|mut c| {
+        c.model.vocab = c.model.vocab.max(64);
+        engine::memory::step_flops(&c) / (engine::memory::BROWSER_CPU_GFLOPS * 1e9)
+    });
+    let machine_rate = per_step_s.map(|t| 1.0 / t.max(1e-6));
+    let time = |secs: f64| {
+        if secs < 90.0 {
+            format!("{secs:.0} s")
+        } else if secs < 5400.0 {
+            format!("{:.0} min", secs / 60.0)
+        } else {
+            format!("{:.1} h", secs / 3600.0)
+        }
+    };
+    let mut out = match (s.pace(), machine_rate) {
+        (Some(p), Some(m)) if p > m => format!(
+            "{steps} steps (validation every {eval}): this size runs at about {m:.1} steps/s on the browser's CPU, \
+             so about {}",
+            time(steps as f64 / m)
+        ),
+        (Some(p), _) => format!(
+            "{steps} steps (validation every {eval}) at {p} steps/s, a third of it for the first {}: about {}",
+            spherewalk::settings::slow_steps(steps),
+            time(spherewalk::settings::paced_ms(steps, steps, p) / 1000.0)
+        ),
+        (None, Some(m)) => format!(
+            "{steps} steps (validation every {eval}) as fast as possible: about {} on the browser's CPU",
+            time(steps as f64 / m)
+        ),
+        (None, None) => format!("{steps} steps (validation every {eval}) as fast as possible"),
+    };
+    if let Some(t) = per_step_s.filter(|&t| t > 0.25) {
+        out.push_str(&format!(". Slow size: about {t:.1} s a step in the browser"));
+    }
+    out
+}
