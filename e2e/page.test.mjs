@@ -1968,3 +1968,17 @@ test('chart text is drawn at its CSS size on every screen: 12 px at 1280x800, on
   await page.locator('#panel-loss').screenshot({ path: join(ARTIFACTS, 'panel-loss-presenter.png') });
   assert.deepEqual(problems, [], 'no console errors or exceptions');
 });
+
+test('phone: every control on the page is a touch target of at least 24x24 CSS px', { timeout: 120_000 }, async (t) => {
+  const { page, problems } = await launch(t, { viewport: { width: 390, height: 844 }, hasTouch: true, isMobile: true });
+  await open(page, '');
+  await page.click('#step-once');
+  await stepTo(page, 1, 30_000);
+  const small = await page.evaluate(() => [...document.querySelectorAll('button, input, select, textarea, summary, a[href]')]
+    .filter((e) => e.checkVisibility?.())
+    .map((e) => { const r = e.getBoundingClientRect(); return { what: e.id || `${e.tagName.toLowerCase()} "${(e.textContent || '').trim().slice(0, 20)}"`, w: r.width, h: r.height }; })
+    .filter((x) => x.w < 24 || x.h < 24));
+  assert.deepEqual(small, [], 'controls smaller than 24x24');
+  await page.screenshot({ path: join(ARTIFACTS, 'page-phone-targets.png') });
+  assert.deepEqual(problems, [], 'no console errors or exceptions');
+});
