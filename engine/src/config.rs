@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+pub use crate::optim::schedule::Schedule;
 
 /// Largest vocabulary the lab accepts (characters of the user's text, or task symbols).
 pub const MAX_VOCAB: usize = 256;
@@ -328,34 +329,6 @@ impl OptimizerConfig {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum Schedule {
-    Constant,
-    /// Linear warmup over `warmup` steps, then cosine decay to `min_ratio * lr` at the last step.
-    WarmupCosine {
-        warmup: usize,
-        min_ratio: f32,
-    },
-}
-
-impl Schedule {
-    pub fn lr(&self, base: f32, step: usize, total: usize) -> f32 {
-        match *self {
-            Schedule::Constant => base,
-            Schedule::WarmupCosine { warmup, min_ratio } => {
-                if step < warmup {
-                    return base * (step + 1) as f32 / warmup as f32;
-                }
-                let span = total.saturating_sub(warmup).max(1) as f32;
-                let progress = ((step - warmup) as f32 / span).min(1.0);
-                let cos = 0.5 * (1.0 + (std::f32::consts::PI * progress).cos());
-                base * (min_ratio + (1.0 - min_ratio) * cos)
-            }
-        }
-    }
-}
-
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TrainConfig {
     pub model: ModelConfig,
@@ -425,22 +398,7 @@ impl TrainConfig {
         if !(self.clip.is_finite() && self.clip >= 0.0) {
             return Err(Error::Config(format!("clip must be 0 (off) or positive, got {}", self.clip)));
         }
-        if let Schedule::WarmupCosine { warmup, min_ratio } = self.schedule {
-            if !(min_ratio.is_finite() && (0.0..=1.0).contains(&min_ratio)) {
-                return Err(Error::Config(format!(
-                    "the schedule's min_ratio (the share of the learning rate left at the end) must be in [0, 1], \
-                     got {min_ratio}"
-                )));
-            }
-            // The default warm-up of 50 steps stays usable on shorter runs (`lab train --steps 10`).
-            if warmup > self.steps.max(50) {
-                return Err(Error::Config(format!(
-                    "a warm-up of {warmup} steps is longer than the run of {} steps: the learning rate would \
-                     never reach its value",
-                    self.steps
-                )));
-            }
-        }
+        self.schedule.validate(self.steps)?;
         let tokens = (self.batch as u64).saturating_mul(self.model.context as u64);
         if tokens > 1 << 20 {
             return Err(Error::Config(format!("batch x context = {tokens} tokens is over the limit of {}", 1 << 20)));

@@ -9,6 +9,7 @@ pub mod curvature;
 pub mod kfac;
 pub mod kronecker;
 pub mod muon;
+pub mod schedule;
 pub mod second_order;
 pub mod sgd;
 pub mod soap;
