@@ -754,10 +754,10 @@ test('lose nothing, model files, non-finite loss, Brownian panel, PNG and theme'
   assert.equal(ghosts, 32, 'one ghost walker per token');
   // Each science panel answers its question in words, with the number that makes it meaningful.
   const brownianVerdict = await textOf(page, '#verdict-brownian');
-  assert.match(brownianVerdict, /^(Brownian|Partly Brownian|Not Brownian).*R² = .*KS = [\d.]+, (within|beyond) the 5% critical value 0\.34 for 32 tokens/s);
+  assert.match(brownianVerdict, /^(So far \(step \d+ of 300\): )?(Brownian|Partly Brownian|Not Brownian).*R² = .*KS = [\d.]+, (within|beyond) the 5% critical value 0\.34 for 32 tokens/s);
   assert.match(await textOf(page, '#verdict-sphere'), /^On the sphere: every token of the probe row is within .* of the sphere of radius √32/);
   assert.match(await textOf(page, '#verdict-markov'), /^A Markov chain: every row of every head is non-negative and sums to 1/);
-  assert.match(await textOf(page, '#verdict-joma-0'), /^Layer 0: .*entropy [\d.]+ → lowest/);
+  assert.match(await textOf(page, '#verdict-joma-0'), /^(So far \(step \d+ of 300\): )?Layer 0: .*entropy [\d.]+ → lowest/);
   notes.push(`Brownian verdict: "${brownianVerdict}"`);
   await page.locator('#panel-brownian').screenshot({ path: join(ARTIFACTS, 'panel-brownian.png') });
   await page.locator('#panel-sphere').screenshot({ path: join(ARTIFACTS, 'panel-sphere-ghosts.png') });
@@ -1150,6 +1150,22 @@ test('pace: a class watches the default run for about 30 s, slower where things 
   const early = (Date.now() - t1) / 1000;
   t.diagnostic(`Brownian preset: steps 1 to 30 took ${early.toFixed(1)} s on screen`);
   assert.ok(early >= 5, `steps 1 to 30 took ${early} s`);
+  // Play replays at the same pace: from step 0, step 30 comes after 7.5 s (30 steps at 4 steps/s).
+  await stepTo(page, 45, 30_000);
+  await page.click('#start');
+  await waitPhase(page, ['paused']);
+  await page.evaluate(() => {
+    const e = document.getElementById('time');
+    e.value = '0';
+    e.dispatchEvent(new Event('input', { bubbles: true }));
+  });
+  const p0 = Date.now();
+  await page.click('#sphere-play');
+  await page.waitForFunction(() => Number(document.getElementById('sphere').dataset.shownStep) >= 30, null, { timeout: 30_000, polling: 50 });
+  const replay = (Date.now() - p0) / 1000;
+  t.diagnostic(`replay of steps 0 to 30 at the pace: ${replay.toFixed(1)} s (7.5 s expected)`);
+  assert.ok(replay >= 6 && replay <= 11, `the replay follows the pace and its slow start (${replay} s)`);
+  await page.click('#sphere-play');
   await open(page, '');
   assert.equal(await valueOf(page, '#pace'), '16', 'the default experiment runs at a pace a class can follow');
   assert.match(await textOf(page, '#estimate'), /^400 steps \(validation every 20\) at 16 steps\/s, a third of it for the first 40: about 30 s$/);
@@ -1315,7 +1331,7 @@ test('presenter mode and the keys', { timeout: 120_000 }, async (t) => {
   assert.deepEqual(problems, [], 'no console errors or exceptions');
 });
 
-test('the guided tour: every step sets up its experiment, points at its panel and shows a measured verdict', { timeout: 240_000 }, async (t) => {
+test('the guided tour: every step sets up its experiment, points at its panel and shows a measured verdict, provisional until it is final', { timeout: 420_000 }, async (t) => {
   const { page, problems } = await launch(t);
   await page.setViewportSize({ width: 1280, height: 800 });
   const verdictOf = () => textOf(page, '#tour-verdict');
@@ -1323,15 +1339,41 @@ test('the guided tour: every step sets up its experiment, points at its panel an
     [/Tokens live on a sphere/, 'panel-sphere', /Measured: On the sphere: every token/],
     [/Attention is a random walk/, 'panel-attention', /Measured: A Markov chain/],
     [/Softmax is a Gaussian kernel/, 'panel-attention', /Measured: With queries and keys on one sphere .* total variation of [\d.]+/],
-    [/Random walk or Brownian motion\?/, 'panel-brownian', /Measured: (Brownian|Partly Brownian|Not Brownian).*critical value/],
+    [/Random walk or Brownian motion\?/, 'panel-brownian', /Measured: (So far \(step \d+ of \d+\): )?(Brownian|Partly Brownian|Not Brownian).*critical value/],
     [/Second order against Adam/, 'panel-loss', /Measured: .*after \d+ steps cgfac lr 0\.03 is at loss [\d.]+, adam lr 0\.01 at [\d.]+/],
-    [/JoMA: sparse, then dense/, 'panel-entropy', /Measured: Layer 0: .*entropy [\d.]+ → lowest .*Layer 1: .*entropy/],
+    [/JoMA: sparse, then dense/, 'panel-entropy', /Measured: (So far \(step \d+ of \d+\): )?Layer 0: .*entropy [\d.]+ → lowest .*Layer 1: .*entropy/],
   ];
   await open(page, '');
   const sphereAlone = await page.locator('#panel-sphere').boundingBox();
   await open(page, '#tour=1');
   assert.deepEqual(await page.locator('#panel-sphere').boundingBox(), sphereAlone, 'the tour box does not push the picture down');
+  // Every 50 ms: a verdict marked settled keeps its answer for the rest of its run, and one that
+  // is not settled is drawn as provisional.
+  await page.evaluate(() => {
+    const v = (window.__verdicts = { seen: {}, violations: [], provisional: 0, settled: 0 });
+    setInterval(() => {
+      for (const e of document.querySelectorAll('.verdict[data-settled], #tour-verdict[data-settled]')) {
+        if (e.dataset.settled === 'true') {
+          v.settled++;
+          const was = v.seen[e.id];
+          if (was !== undefined && was !== e.dataset.agreement) v.violations.push(`${e.id}: settled ${was}, then ${e.dataset.agreement}`);
+          v.seen[e.id] = e.dataset.agreement;
+        } else if (e.dataset.agreement && e.dataset.agreement !== 'not-yet') {
+          v.provisional++;
+          if (!e.classList.contains('provisional')) v.violations.push(`${e.id} is not final and not drawn as provisional`);
+          if (!/So far \(step \d+ of \d+\)|Layer \d: too few/.test(e.textContent)) v.violations.push(`${e.id} is not final and does not say "so far": ${e.textContent.slice(0, 80)}`);
+        }
+      }
+    }, 50);
+  });
+  const settledAt = [];
   for (const [i, [title, panel, verdict]] of expected.entries()) {
+    // Each step shows its own claim in the tour's box; steps 4, 5 and 6 open a new run, whose
+    // verdicts start afresh.
+    await page.evaluate((fresh) => {
+      if (fresh) window.__verdicts.seen = {};
+      delete window.__verdicts.seen['tour-verdict'];
+    }, i >= 3);
     assert.match(await textOf(page, '#tour-title'), new RegExp(`step ${i + 1} of 6: ${title.source}`));
     assert.ok(await page.evaluate((p) => document.getElementById(p).classList.contains('tour-focus'), panel), `step ${i + 1} points at #${panel}`);
     if ((await phase(page)) !== 'training' && (await phase(page)) !== 'done') {
@@ -1339,12 +1381,27 @@ test('the guided tour: every step sets up its experiment, points at its panel an
       await page.click('#start');
     }
     await page.waitForFunction((v) => new RegExp(v).test(document.getElementById('tour-verdict')?.textContent ?? ''), verdict.source, { timeout: 60_000 });
+    // The run goes on to its end; then the step's verdict is final.
+    await page.waitForFunction(() => document.getElementById('tour-verdict')?.dataset.settled === 'true', null, { timeout: 120_000, polling: 100 });
+    settledAt.push(await page.getAttribute('#tour-verdict', 'data-agreement'));
     t.diagnostic(`tour step ${i + 1}: ${await verdictOf()}`);
+    assert.doesNotMatch(await verdictOf(), /So far/, 'a final verdict does not say "so far"');
+    if (i === 4) {
+      // Step 5 builds on what step 4 measured, in its words.
+      const opener = await textOf(page, '#tour-text');
+      t.diagnostic(`step 5 opens: ${opener}`);
+      const expectedOpener = { agrees: /^Step 4 measured a diffusion/, partly: /^Step 4 measured only part of a diffusion/, disagrees: /^Step 4 did not measure a diffusion/ }[settledAt[3]];
+      assert.match(opener, expectedOpener, `step 4 ended "${settledAt[3]}"`);
+    }
     if (i + 1 < expected.length) {
       await page.click('#tour-next');
       await page.waitForFunction((n) => location.hash.includes(`tour=${n}`), i + 2, { timeout: 10_000 });
     }
   }
+  const watch = await page.evaluate(() => window.__verdicts);
+  t.diagnostic(`verdicts watched: ${watch.settled} settled and ${watch.provisional} provisional sightings`);
+  assert.deepEqual(watch.violations, [], 'settled verdicts never change; unsettled ones are provisional');
+  assert.ok(watch.provisional > 20 && watch.settled > 20, 'both kinds were seen');
   await page.screenshot({ path: join(ARTIFACTS, 'page-tour.png') });
   const tall = (await page.locator('#tour').boundingBox()).height;
   await page.click('#tour-fold');
@@ -1624,9 +1681,12 @@ test('the sphere and the chain: labels, arcs = the engine attention row, great-c
   // --flow`, and the particles drawn as diamonds beside the ghosts.
   await page.waitForFunction(() => document.getElementById('brownian-flow')?.dataset.better, null, { timeout: 30_000 });
   const flowAttr = await page.evaluate(() => ({ ...document.getElementById('brownian-flow').dataset }));
-  const flowText = await textOf(page, '#brownian-flow');
+  const flowText = await textOf(page, '#verdict-flow');
   t.diagnostic(`particles or Brownian: ${flowText}`);
-  assert.match(flowText, /fits the first \d+ tokens better than .*root-mean-square error/);
+  assert.match(flowText, /^(Brownian motion, not particles|Particles, not Brownian motion|Brownian motion comes closer than the particles' flow, but neither fits well).*Root-mean-square error/);
+  // Never "Not Brownian" above a plain "Brownian motion fits better": the two answers read together.
+  if (/^Not Brownian/.test(late)) assert.doesNotMatch(flowText, /^Brownian motion, not particles/);
+  assert.equal(await page.getAttribute('#verdict-flow', 'data-settled'), 'true', 'the flow is fitted on the ended run: final');
   const flowDepth = Number(flowAttr.depth);
   const native = labTrain(await page.evaluate(() => window.spherewalk.experiment()), ['--flow', String(flowDepth)]).summary.flow;
   t.diagnostic(`lab train --flow ${flowDepth}: RMSE Brownian ${native.rmse_brownian}, particles ${native.rmse_particles} (beta ${native.beta}); page ${flowAttr.rmseBrownian}, ${flowAttr.rmseParticles} (beta ${flowAttr.beta})`);

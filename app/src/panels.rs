@@ -36,21 +36,28 @@ pub fn PngButton(canvas: &'static str, file: &'static str) -> impl IntoView {
     }
 }
 
+/// How a verdict came out, as its CSS class and `data-agreement`.
+pub fn agreement_tag(agreement: Option<engine::session::Agreement>) -> &'static str {
+    use engine::session::Agreement;
+    match agreement {
+        Some(Agreement::Agrees) => "agrees",
+        Some(Agreement::Partly) => "partly",
+        Some(Agreement::Disagrees) => "disagrees",
+        Some(Agreement::NotYet) | None => "not-yet",
+    }
+}
+
 /// A panel's claim answered in words (computed by the engine), marked by how it came out.
 pub fn verdict_line(
     id: String,
     verdict: impl Fn() -> Option<engine::session::Verdict> + Send + Sync + Copy + 'static,
 ) -> impl IntoView {
-    use engine::session::Agreement;
-    let tag = move || match verdict().map(|v| v.agreement) {
-        Some(Agreement::Agrees) => "agrees",
-        Some(Agreement::Partly) => "partly",
-        Some(Agreement::Disagrees) => "disagrees",
-        Some(Agreement::NotYet) | None => "not-yet",
-    };
+    let tag = move || agreement_tag(verdict().map(|v| v.agreement));
+    let settled = move || verdict().is_some_and(|v| v.settled);
+    let class = move || format!("verdict {}{}", tag(), if settled() { "" } else { " provisional" });
     view! {
         <Show when=move || verdict().is_some()>
-            <p id=id.clone() class=move || format!("verdict {}", tag()) data-agreement=tag role="status">
+            <p id=id.clone() class=class data-agreement=tag data-settled=move || settled().to_string() role="status">
                 {move || verdict().map(|v| v.sentence).unwrap_or_default()}
             </p>
         </Show>
@@ -418,28 +425,9 @@ pub fn BrownianPanel(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
         }
     });
     let flow_text = move || match flow.get() {
-        None => {
-            "Brownian motion or interacting particles? Fitted when the run ends (it takes about a second).".to_string()
-        }
+        None => "Fitted when the run ends (it takes about a second).".to_string(),
         Some(Err(e)) => format!("No particle fit: {e}"),
-        Some(Ok(f)) => {
-            let (winner, loser) = if f.better == "particles" {
-                ("The particles' attention flow", "Brownian motion")
-            } else {
-                ("Brownian motion", "the particles' attention flow")
-            };
-            format!(
-                "{winner} fits the first {} tokens better than {loser}: root-mean-square error {:.3} for Brownian motion \
-                 (D = {:.2e}) against {:.3} for particles moved by attention (β = {:.2}, {:.2e} flow time per step), over \
-                 both curves (mean cosine to the start and mean inner product of pairs). At the last snapshot the angles \
-                 to the start differ from Brownian walkers' by KS {:.2} and from the flow's by KS {:.2} (5% critical value {:.2}).",
-                f.points, f.rmse_brownian, f.diffusion, f.rmse_particles, f.beta, f.time_scale, f.ks_brownian, f.ks_particles, f.ks_critical
-            ) + if f.time_at_limit {
-                " The flow's fit uses all the flow time it was given: the tokens move further from their start than the flow takes them."
-            } else {
-                ""
-            }
-        }
+        Some(Ok(f)) => format!("Fitted on the first {} tokens at depth {}.", f.points, f.depth),
     };
     let flow_value = move |g: fn(&engine::session::Flow) -> String| {
         move || flow.with(|f| f.as_ref().and_then(|f| f.as_ref().ok()).map(g))
@@ -461,13 +449,13 @@ pub fn BrownianPanel(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                     "drift or cluster. Turn on the ghosts in the sphere view to see the walkers beside the tokens."
             </Explain>
             <p class="stats-line">
-                "D = " <span id="brownian-d" data-value=move || d().map(|v| v.to_string())>{move || d().map(|v| format!("{v:.3e}")).unwrap_or_else(|| "–".into())}</span>
+                "Does the mean cosine fall like a diffusion's? D fitted to it = " <span id="brownian-d" data-value=move || d().map(|v| v.to_string())>{move || d().map(|v| format!("{v:.3e}")).unwrap_or_else(|| "–".into())}</span>
                 " per step; R² = " <span id="brownian-r2" data-value=move || r2().map(|v| v.to_string())>{move || shown(r2(), 3)}</span>
                 "; KS = " <span id="brownian-ks" data-value=move || ks().map(|v| v.to_string())>{move || shown(ks(), 3)}</span>
                 " (5% critical value " {move || shown(ks_critical(), 2)} ")"
             </p>
             <p class="stats-line">
-                "From the steps between snapshots: D = "
+                "Is it one diffusion? D from the steps between snapshots = "
                 <span id="brownian-d-ml" data-value=move || d_ml().map(|v| v.to_string())>{move || d_ml().map(|v| format!("{v:.3e}")).unwrap_or_else(|| "–".into())}</span>
                 ", 95% interval "
                 <span id="brownian-d-ci" data-value=move || ci().map(|[a, b]| format!("{a},{b}"))>
@@ -525,6 +513,7 @@ pub fn BrownianPanel(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
             >
                 {flow_text}
             </p>
+            {verdict_line("verdict-flow".into(), move || lab.panels.with(|p| p.as_ref().and_then(|p| p.verdicts.flow.clone())))}
             <PngButton canvas="brownian-flow-chart" file="spherewalk-particles.png" />
             <canvas
                 id="brownian-flow-chart"
@@ -552,7 +541,12 @@ fn flow_lines(f: &engine::session::Flow) -> (Vec<Line>, f64) {
     };
     let lines = vec![
         curve("tokens".into(), 0, pts(&f.mean_inner), true),
-        curve(format!("Brownian motion, D = {:.2e}", f.diffusion), 2, pts(&f.brownian_inner), false),
+        curve(
+            format!("Brownian motion fitted to both curves, D = {:.2e}", f.diffusion),
+            2,
+            pts(&f.brownian_inner),
+            false,
+        ),
         curve(format!("particles' attention flow, β = {:.2}", f.beta), 3, pts(&f.particles_inner), false),
     ];
     (lines, f.times.last().copied().unwrap_or(1.0))

@@ -142,10 +142,12 @@ pub fn own_progress(lab: Lab, train: &[(usize, f32)], val: &[(usize, f32)], seco
     lab.race.update(|r| r.first_mut().into_iter().for_each(|e| e.add(train, val, seconds)));
 }
 
-/// The race's verdict so far, computed by the engine from every entrant's curves.
+/// The race's verdict, computed by the engine from every entrant's curves (final once both have
+/// trained every step).
 pub fn verdict(lab: Lab) -> Option<engine::session::Verdict> {
+    let total = lab.total_steps.get();
     lab.race.with(|r| {
         let curves: Vec<_> = r.iter().map(|e| (e.label.clone(), e.train.clone(), e.by_time.clone())).collect();
-        engine::session::verdicts::race(&curves)
+        engine::session::verdicts::race(&curves, total)
     })
 }

@@ -2,6 +2,7 @@
 //! URL holds and what a saved run and a model file keep beside the weights).
 
 use engine::config::{DataSpec, OptimizerConfig, Schedule};
+use engine::science::joma;
 use engine::{Activation, TrainConfig};
 use serde::{Deserialize, Serialize};
 
@@ -46,8 +47,24 @@ pub fn slow_steps(total: usize) -> usize {
 
 /// Milliseconds from step 0 to `step` of a run of `total` steps at `pace` steps per second.
 pub fn paced_ms(step: usize, total: usize, pace: f64) -> f64 {
-    let s = step as f64;
-    (s + (SLOW_FACTOR - 1.0) * s.min(slow_steps(total) as f64)) * 1000.0 / pace
+    paced_ms_at(step as f64, total, pace)
+}
+
+/// [`paced_ms`] at a fractional step (a replay between two steps).
+pub fn paced_ms_at(step: f64, total: usize, pace: f64) -> f64 {
+    (step + (SLOW_FACTOR - 1.0) * step.min(slow_steps(total) as f64)) * 1000.0 / pace
+}
+
+/// The (fractional) step reached `ms` after step 0 at `pace`: the inverse of [`paced_ms_at`], so a
+/// replay goes as slowly as the run did where the action is.
+pub fn paced_step(ms: f64, total: usize, pace: f64) -> f64 {
+    let slow = slow_steps(total) as f64;
+    let steps = ms * pace / 1000.0;
+    if steps <= SLOW_FACTOR * slow {
+        steps / SLOW_FACTOR
+    } else {
+        steps - (SLOW_FACTOR - 1.0) * slow
+    }
 }
 
 /// The paces the page offers, in steps per second (0: as fast as possible).
@@ -79,7 +96,8 @@ pub const PRESETS: [Preset; 5] = [
         id: "sphere",
         title: "Tokens on the sphere",
         story: "A 2-layer transformer learns a small grammar. Each LayerNorm puts every token on a sphere; \
-                watch the points gather into clusters as training goes on.",
+                do tokens of the same kind (one colour each: vowels, consonants, spaces) gather as training goes \
+                on? The line under the view measures it.",
     },
     Preset {
         id: "english",
@@ -101,7 +119,9 @@ pub const PRESETS: [Preset; 5] = [
         title: "JoMA: sparse, then dense",
         story: "Data from a hidden hierarchy of chunks, through a nonlinear MLP (GELU). JoMA predicts that \
                 attention first gets sparse (entropy falls), then denser again, because of the nonlinearity. \
-                Switch the activation to identity to compare: without it JoMA predicts attention stays sparse.",
+                Measured on this preset with seeds 0, 1 and 2: layer 1 dips and rebounds on all three (by 0.37 to \
+                0.76 nats). Switch the activation to identity to compare: JoMA predicts attention then stays \
+                sparse, yet here layer 1 rebounds on two of the three seeds too, by less (0.06 to 0.16 nats).",
     },
     Preset {
         id: "brownian",
@@ -154,8 +174,9 @@ impl Settings {
                 preset: id.into(),
                 data: "hierarchy".into(),
                 activation: "gelu".into(),
-                steps: 300,
-                steps_per_second: class_pace(300),
+                lr: joma::PRESET_LR,
+                steps: joma::PRESET_STEPS,
+                steps_per_second: class_pace(joma::PRESET_STEPS),
                 ..base
             }),
             "brownian" => Some(Settings { preset: id.into(), steps: 300, steps_per_second: class_pace(300), ..base }),

@@ -9,17 +9,19 @@ use engine::science::walkers;
 use engine::session::Panels;
 use leptos::html::Canvas;
 use leptos::prelude::*;
+use spherewalk::settings;
 
 use crate::lab::{Lab, TRAIL_LEN};
 use crate::panels::Explain;
 use crate::sphere_draw::{self, Drawn, Scene};
 use crate::sphere_gl::{self, Renderer};
-use crate::token_style::{css, glyph, viridis, Kind};
+use crate::token_style::{css, glyph, kind_color, viridis, Kind};
 
 /// Picks one overlay of the sphere view from the panels: its depth and its unit 3-vectors.
 type Overlay = fn(&Panels) -> Option<(usize, &[f32])>;
 
-/// The whole recorded history plays in this many seconds.
+/// Without a pace ("as fast as possible") the whole recorded history plays in this many seconds;
+/// with one, Play replays at the pace, slow start included.
 const PLAY_SECONDS: f64 = 12.0;
 /// The orbit toggle's turn, radians per second.
 const ORBIT_SPEED: f64 = 0.35;
@@ -157,8 +159,14 @@ pub fn SphereView(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
             if playing.get_untracked() {
                 match span() {
                     Some((first, last)) if last > first => {
-                        let rate = (last - first) as f64 / PLAY_SECONDS;
-                        let next = time.get_untracked().unwrap_or(first as f64) + rate * dt;
+                        let now = time.get_untracked().unwrap_or(first as f64);
+                        let (total, pace) = lab.settings.with_untracked(|s| (s.steps, s.pace()));
+                        let next = match pace {
+                            Some(p) => {
+                                settings::paced_step(settings::paced_ms_at(now, total, p) + 1000.0 * dt, total, p)
+                            }
+                            None => now + (last - first) as f64 / PLAY_SECONDS * dt,
+                        };
                         if next >= last as f64 {
                             time.set(None);
                             playing.set(false);
@@ -220,7 +228,7 @@ pub fn SphereView(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
             let Some(s) = s else { return Vec::new() };
             (0..s.context)
                 .map(|i| match kind {
-                    true => Kind::of(s.symbols.get(i).map_or("", String::as_str)).color(),
+                    true => kind_color(Kind::of(s.symbols.get(i).map_or("", String::as_str))),
                     false => viridis(i as f64 / s.context.saturating_sub(1).max(1) as f64),
                 })
                 .collect()
@@ -411,7 +419,8 @@ pub fn SphereView(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                     "radius sqrt(d). Here are the u of one fixed validation row, projected on their top three "
                     "principal directions and normalised to the unit sphere (the directions are matched from one "
                     "frame to the next, so the picture does not jump). Near dots are large and bright, far ones "
-                    "small and faint. Play runs through training like a video: between two recorded moments the "
+                    "small and faint. Play runs through training like a video, at the pace control's speed (slow start "
+                    "included; the whole history in 12 s when the pace is as fast as possible): between two recorded moments the "
                     "tokens glide along great circles, and the trails show where they were. Look for tokens of "
                     "the same kind gathering as the model learns. Click a token (or pick it, or press ] on the "
                     "ball) to draw its attention row as arcs, as thick as the probability of each jump, with "
@@ -547,7 +556,7 @@ pub fn SphereView(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                         });
                         present
                             .into_iter()
-                            .map(|k| view! { <span class="key"><i style=format!("background:{}", css(k.color()))></i>{k.name()}</span> })
+                            .map(|k| view! { <span class="key"><i style=format!("background:{}", css(kind_color(k)))></i>{k.name()}</span> })
                             .collect_view()
                             .into_any()
                     }
@@ -592,6 +601,7 @@ pub fn SphereView(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                 }}
             </p>
             {crate::panels::verdict_line("verdict-sphere".into(), move || lab.panels.with(|p| p.as_ref().and_then(|p| p.verdicts.sphere.clone())))}
+            {crate::panels::verdict_line("verdict-grouping".into(), move || lab.panels.with(|p| p.as_ref().and_then(|p| p.verdicts.grouping.clone())))}
             {crate::lab::gpu_copy_note(lab)}
         </section>
     }

@@ -1,57 +1,19 @@
 //! How a token looks in the figures: a readable glyph for its text, its kind, and colour-blind-safe
 //! colours (Okabe and Ito's eight hues for kinds; a viridis ramp for ordered values).
 
-/// What a character-level token is: the sphere view colours tokens by kind, so "tokens of the same
-/// kind gather" can be seen, in hues that stay apart for every common colour-vision deficiency.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
-    Vowel,
-    Consonant,
-    Space,
-    Punctuation,
-    Digit,
-    Other,
-}
+pub use engine::data::kind::Kind;
 
-impl Kind {
-    pub const ALL: [Kind; 6] = [Kind::Vowel, Kind::Consonant, Kind::Space, Kind::Punctuation, Kind::Digit, Kind::Other];
-
-    pub fn of(symbol: &str) -> Kind {
-        let mut chars = symbol.chars();
-        let (Some(c), None) = (chars.next(), chars.next()) else {
-            return if symbol.trim().is_empty() { Kind::Space } else { Kind::Other };
-        };
-        match c.to_ascii_lowercase() {
-            'a' | 'e' | 'i' | 'o' | 'u' | 'y' => Kind::Vowel,
-            c if c.is_alphabetic() => Kind::Consonant,
-            c if c.is_whitespace() => Kind::Space,
-            c if c.is_ascii_digit() => Kind::Digit,
-            c if c.is_ascii_punctuation() => Kind::Punctuation,
-            _ => Kind::Other,
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Kind::Vowel => "vowel (and y)",
-            Kind::Consonant => "consonant",
-            Kind::Space => "space, newline",
-            Kind::Punctuation => "punctuation",
-            Kind::Digit => "digit",
-            Kind::Other => "other",
-        }
-    }
-
-    /// Okabe-Ito: orange, blue, bluish green, vermillion, reddish purple, sky blue.
-    pub fn color(self) -> (u8, u8, u8) {
-        match self {
-            Kind::Vowel => (0xe6, 0x9f, 0x00),
-            Kind::Consonant => (0x00, 0x72, 0xb2),
-            Kind::Space => (0x00, 0x9e, 0x73),
-            Kind::Punctuation => (0xd5, 0x5e, 0x00),
-            Kind::Digit => (0xcc, 0x79, 0xa7),
-            Kind::Other => (0x56, 0xb4, 0xe9),
-        }
+/// A kind's colour, Okabe and Ito's: orange, blue, bluish green, vermillion, reddish purple, sky
+/// blue; they stay apart for every common colour-vision deficiency, so "tokens of the same kind
+/// gather" can be seen by everyone.
+pub fn kind_color(kind: Kind) -> (u8, u8, u8) {
+    match kind {
+        Kind::Vowel => (0xe6, 0x9f, 0x00),
+        Kind::Consonant => (0x00, 0x72, 0xb2),
+        Kind::Space => (0x00, 0x9e, 0x73),
+        Kind::Punctuation => (0xd5, 0x5e, 0x00),
+        Kind::Digit => (0xcc, 0x79, 0xa7),
+        Kind::Other => (0x56, 0xb4, 0xe9),
     }
 }
 

@@ -36,7 +36,8 @@ pub const STEPS: [Step; 6] = [
         panel: "panel-sphere",
         text: "LayerNorm subtracts each token's mean and divides by its spread, so every token vector lands on \
                the sphere of radius √d. The view shows one fixed sentence's tokens in 3-D.",
-        look: "The dots never leave the ball's surface; as the model learns, tokens of the same kind gather.",
+        look: "The dots never leave the ball's surface. Do tokens of the same kind (one colour each) gather as the model \
+               learns? The second line under the view measures it.",
         claim: Claim::Sphere,
     },
     Step {
@@ -70,8 +71,7 @@ pub const STEPS: [Step; 6] = [
         title: "Second order against Adam",
         preset: "race",
         panel: "panel-loss",
-        text: "If tokens diffuse, second-order terms matter (Itô's lemma), and a second-order optimizer should need \
-               fewer steps. CG-FAC and Adam train at the same time on the same data from the same weights.",
+        text: "CG-FAC and Adam train at the same time on the same data from the same weights.",
         look: "The loss chart compares them per step; the race chart per second of compute.",
         claim: Claim::Race,
     },
@@ -86,6 +86,31 @@ pub const STEPS: [Step; 6] = [
     },
 ];
 
+/// What a step builds on, in the words of what the steps before it measured: the race's reason
+/// (tokens that diffuse make second-order terms matter) holds only if step 4 measured a diffusion.
+fn opener(claim: Claim, diffusion: Option<&Verdict>) -> &'static str {
+    use engine::session::Agreement;
+    match (claim, diffusion.map(|v| v.agreement)) {
+        (Claim::Race, Some(Agreement::Agrees)) => {
+            "Step 4 measured a diffusion, so by Itô's lemma second-order terms matter, and a second-order optimizer \
+             should need fewer steps."
+        }
+        (Claim::Race, Some(Agreement::Partly)) => {
+            "Step 4 measured only part of a diffusion, so the paper's reason for second order (Itô's lemma) holds \
+             only in part here; the race tests its prediction directly: does second order need fewer steps?"
+        }
+        (Claim::Race, Some(_)) => {
+            "Step 4 did not measure a diffusion on its run, so the paper's reason for second order (Itô's lemma) is \
+             not shown here; the race tests its prediction directly: does second order need fewer steps?"
+        }
+        (Claim::Race, None) => {
+            "The paper argues: if tokens diffuse (step 4 measures it), second-order terms matter by Itô's lemma, and \
+             a second-order optimizer should need fewer steps."
+        }
+        _ => "",
+    }
+}
+
 /// The step's verdict on the run now shown.
 fn verdict(lab: Lab, claim: Claim) -> Option<Verdict> {
     match claim {
@@ -97,10 +122,7 @@ fn verdict(lab: Lab, claim: Claim) -> Option<Verdict> {
                 Claim::Markov => v.markov.clone(),
                 Claim::Kernel => v.kernel.clone(),
                 Claim::Brownian => v.brownian.clone(),
-                Claim::Joma => (!v.joma.is_empty()).then(|| Verdict {
-                    agreement: v.joma.last().map_or(engine::session::Agreement::NotYet, |j| j.agreement),
-                    sentence: v.joma.iter().map(|j| j.sentence.clone()).collect::<Vec<_>>().join(" "),
-                }),
+                Claim::Joma => engine::session::verdicts::joined(&v.joma),
                 Claim::Race => None,
             }
         }),
@@ -142,11 +164,33 @@ pub fn focus(panel: &str) {
 #[component]
 pub fn TourPanel(lab: Lab, step: RwSignal<Option<usize>>) -> impl IntoView {
     let current = move || step.get().and_then(|n| STEPS.get(n).map(|s| (n, s)));
+    let measured = move || current().and_then(|(_, s)| verdict(lab, s.claim));
     let verdict_text = move || {
-        current()
-            .and_then(|(_, s)| verdict(lab, s.claim))
+        measured()
             .map(|v| v.sentence)
             .unwrap_or_else(|| "Press Start: the verdict appears once the run has measured it.".to_string())
+    };
+    let settled = move || measured().is_some_and(|v| v.settled);
+    // The diffusion step's final verdict, kept for the steps that build on it.
+    let diffusion = RwSignal::new(None::<Verdict>);
+    Effect::new(move |_| {
+        if let Some(v) = current().filter(|(_, s)| s.claim == Claim::Brownian).and_then(|_| measured()) {
+            if v.settled {
+                diffusion.set(Some(v));
+            }
+        }
+    });
+    let text = move || {
+        current()
+            .map(|(_, s)| {
+                let before = diffusion.with(|d| opener(s.claim, d.as_ref()));
+                if before.is_empty() {
+                    s.text.to_string()
+                } else {
+                    format!("{before} {}", s.text)
+                }
+            })
+            .unwrap_or_default()
     };
     // Folded, the box keeps its title, the verdict and the buttons: the panels behind it show.
     let folded = RwSignal::new(false);
@@ -157,10 +201,18 @@ pub fn TourPanel(lab: Lab, step: RwSignal<Option<usize>>) -> impl IntoView {
                     {move || current().map(|(n, s)| format!("Tour, step {} of {}: {}", n + 1, STEPS.len(), s.title)).unwrap_or_default()}
                 </h2>
                 <Show when=move || !folded.get()>
-                    <p>{move || current().map(|(_, s)| s.text).unwrap_or_default()}</p>
+                    <p id="tour-text">{text}</p>
                     <p><strong>"Look for: "</strong>{move || current().map(|(_, s)| s.look).unwrap_or_default()}</p>
                 </Show>
-                <p id="tour-verdict"><strong>"Measured: "</strong>{verdict_text}</p>
+                <p
+                    id="tour-verdict"
+                    class=move || if settled() { "" } else { "provisional" }
+                    data-settled=move || settled().to_string()
+                    data-agreement=move || crate::panels::agreement_tag(measured().map(|v| v.agreement))
+                >
+                    <strong>"Measured: "</strong>
+                    {verdict_text}
+                </p>
                 <div class="row">
                     <button
                         id="tour-prev"

@@ -619,10 +619,6 @@ impl Worker {
         if force || (self.panels_due && now - self.last_panels >= PANELS_EVERY_MS) {
             match s.panels(self.depth) {
                 Ok(mut panels) => {
-                    // The flow fit costs about a second: only once the run has ended (then cached).
-                    if s.is_done() && panels.brownian.is_some() {
-                        panels.flow = Some(s.flow(self.depth).map_err(|e| e.to_string()));
-                    }
                     let bulk = vec![protocol::floats(&panels.sphere), protocol::floats(&panels.attention)];
                     panels.sphere = Vec::new();
                     panels.attention = Vec::new();

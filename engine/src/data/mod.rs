@@ -4,6 +4,7 @@
 pub mod baseline;
 pub mod grammar;
 pub mod hierarchy;
+pub mod kind;
 pub mod tasks;
 pub mod text;
 

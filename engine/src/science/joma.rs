@@ -97,6 +97,12 @@ pub fn toy(cfg: &ToyConfig) -> Result<ToyRun> {
 /// Minimum change (nats) that counts as a fall or a rise in `CurveShape`.
 pub const SHAPE_TOL: f64 = 0.05;
 
+/// The page's JoMA preset (the browser's default model on the hierarchy data, GELU): the learning
+/// rate and steps at which layer 1's entropy dips and rebounds on each of seeds 0, 1 and 2, and the
+/// identity MLP's rebounds less (engine/tests/joma_preset.rs measures it; the preset's story says it).
+pub const PRESET_LR: f32 = 0.03;
+pub const PRESET_STEPS: usize = 600;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CurveShape {

@@ -6,6 +6,7 @@
 //! - `brownian`: Brownian motion on a sphere, simulated two ways, with its closed forms.
 //! - `fit`: an effective diffusion coefficient for token trajectories, and how well it explains them.
 //! - `flow_fit`: Brownian diffusion against the particles' attention flow, fitted to the same curves.
+//! - `grouping`: whether tokens of the same kind (vowel, space, ...) sit together on the sphere.
 //! - `ito`: Ito's lemma by Monte Carlo for |B|^2.
 //! - `particles`: tokens as interacting particles on the sphere (Geshkovski et al.), their clustering.
 //! - `joma`: JoMA's toy dynamics and the dip-and-rebound summary of entropy curves.
@@ -18,6 +19,7 @@ pub mod brownian;
 pub mod cache;
 pub mod fit;
 pub mod flow_fit;
+pub mod grouping;
 pub mod ito;
 pub mod joma;
 pub mod markov;

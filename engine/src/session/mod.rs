@@ -405,10 +405,19 @@ impl Session {
         self.backend = line;
     }
 
-    /// The panels, with the Brownian comparison at `depth`.
+    /// The panels, with the Brownian comparison at `depth`; once the run has ended, the flow fit
+    /// too (about a second, then cached). Every verdict says whether it is final.
     pub fn panels(&mut self, depth: usize) -> Result<Panels> {
         let seed = self.exp.train.seed;
-        panels::panels(&self.probe, &self.entropy, self.symbols.clone(), &mut self.components, depth, seed)
+        let mut out =
+            panels::panels(&self.probe, &self.entropy, self.symbols.clone(), &mut self.components, depth, seed)?;
+        if self.is_done() && out.brownian.is_some() {
+            out.flow = Some(self.flow(depth).map_err(|e| e.to_string()));
+        }
+        let diffusion = out.verdicts.brownian.as_ref().map(|v| v.agreement);
+        out.verdicts.flow = out.flow.as_ref().and_then(|f| f.as_ref().ok()).map(|f| verdicts::flow(f, diffusion));
+        out.verdicts.settle(self.step_count(), self.exp.train.steps);
+        Ok(out)
     }
 
     /// Brownian motion or interacting particles for the first probe row at `depth`, over the

@@ -277,7 +277,9 @@ pub fn panels(
         markov: verdicts::markov_chain(probe),
         kernel: verdicts::kernel(probe),
         brownian: out.brownian.as_ref().and_then(|b| b.as_ref().ok()).map(verdicts::brownian),
+        grouping: verdicts::grouping(probe, &out.symbols, brownian_depth),
         joma: verdicts::joma(entropy, cfg.activation != crate::config::Activation::Identity),
+        flow: None,
     };
     Ok(out)
 }

@@ -4,11 +4,13 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::data::kind::Kind;
+use crate::science::grouping;
 use crate::science::joma::{self, CurveShape};
 use crate::science::markov::{self, Validity};
 use crate::science::probe::Probe;
 use crate::science::sphere;
-use crate::session::panels::{Brownian, EntropyPoint};
+use crate::session::panels::{Brownian, EntropyPoint, Flow};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -25,11 +27,24 @@ pub struct Verdict {
     pub agreement: Agreement,
     /// One or two sentences a class can read: the answer first, then the number behind it.
     pub sentence: String,
+    /// Final for this run: it will not change again. An unsettled verdict says "so far" and the
+    /// page shows it as provisional, never as a final agrees or disagrees.
+    #[serde(default)]
+    pub settled: bool,
 }
 
 impl Verdict {
-    fn new(agreement: Agreement, sentence: String) -> Self {
-        Verdict { agreement, sentence }
+    pub fn new(agreement: Agreement, sentence: String) -> Self {
+        Verdict { agreement, sentence, settled: false }
+    }
+
+    /// Settled when the run has ended (`step >= total`); before, the sentence opens with how far
+    /// the run is, because more steps can turn the answer.
+    pub fn settle(&mut self, step: usize, total: usize) {
+        self.settled = step >= total;
+        if !self.settled && self.agreement != Agreement::NotYet {
+            self.sentence = format!("So far (step {step} of {total}): {}", self.sentence);
+        }
     }
 }
 
@@ -40,12 +55,35 @@ pub struct Verdicts {
     pub markov: Option<Verdict>,
     pub kernel: Option<Verdict>,
     pub brownian: Option<Verdict>,
+    /// Brownian motion or the particles' attention flow: fitted once the run has ended.
+    pub flow: Option<Verdict>,
+    /// Do tokens of the same kind gather (what the class sees in the sphere view)?
+    pub grouping: Option<Verdict>,
     /// Per layer: does the attention entropy dip and rebound?
     pub joma: Vec<Verdict>,
 }
 
+impl Verdicts {
+    /// Marks what is final at `step` of `total`. The sphere and Markov checks are identities that
+    /// hold frame by frame, final once measured; every other verdict answers a question about the
+    /// whole run, which later steps can turn (a JoMA rebound at step 240, a diffusion fit that
+    /// settles at step 76), so it is final only when the run has ended.
+    pub fn settle(&mut self, step: usize, total: usize) {
+        for v in [&mut self.sphere, &mut self.markov].into_iter().flatten() {
+            v.settled = true;
+        }
+        let open = [&mut self.kernel, &mut self.brownian, &mut self.flow, &mut self.grouping];
+        for v in open.into_iter().flatten().chain(self.joma.iter_mut()) {
+            v.settle(step, total);
+        }
+    }
+}
+
 /// R² from which the straight decay of ln E[cos θ] counts as explaining the tokens' motion.
 pub const GOOD_R2: f64 = 0.9;
+/// Below this R² the decay is not a diffusion's whatever the KS distance says (a KS test over a few
+/// dozen tokens cannot tell laws apart well): never "partly Brownian" with R² = -5.
+pub const ROUGH_R2: f64 = 0.5;
 
 /// Three significant digits, in scientific notation when small or large.
 fn sig(x: f64) -> String {
@@ -92,16 +130,27 @@ pub fn brownian(b: &Brownian) -> Verdict {
         if same_law { "within" } else { "beyond" },
         critical
     );
+    let rough = b.r_squared.is_finite() && b.r_squared >= ROUGH_R2;
     let (agreement, head) = match (fits, same_law) {
         (true, true) => (Agreement::Agrees, "Brownian: the tokens spread like a diffusion".to_string()),
-        (true, false) | (false, true) => (Agreement::Partly, "Partly Brownian".to_string()),
-        (false, false) if jumped => (
+        (true, false) => {
+            (Agreement::Partly, "Partly Brownian: a diffusion's decay, not its spread of angles".to_string())
+        }
+        (false, true) if rough => {
+            (Agreement::Partly, "Partly Brownian: a diffusion's spread of angles, a rough decay".to_string())
+        }
+        (false, true) if !jumped => (
+            Agreement::Disagrees,
+            "Not Brownian: the angles' spread is within chance, but the mean cosine does not decay like a diffusion's"
+                .to_string(),
+        ),
+        (false, _) if jumped => (
             Agreement::Disagrees,
             "Not Brownian: the tokens move in one jump early in training and then stay put; pure diffusion \
              would keep spreading"
                 .to_string(),
         ),
-        (false, false) => (Agreement::Disagrees, "Not Brownian: the tokens drift or cluster".to_string()),
+        (false, _) => (Agreement::Disagrees, "Not Brownian: the tokens drift or cluster".to_string()),
     };
     // The second estimate of D, from the increments: a diffusion with one D puts the line's D
     // inside its interval.
@@ -111,7 +160,8 @@ pub fn brownian(b: &Brownian) -> Verdict {
     } else {
         let inside = (lo..=hi).contains(&b.diffusion);
         format!(
-            " From the steps between snapshots, D = {} (95% interval {}-{}); the line's D = {} is {} it{}.",
+            " Is it one diffusion? D from the steps between snapshots = {} (95% interval {}-{}); D fitted to the \
+             mean cosine = {} is {} it{}.",
             sig(b.diffusion_ml),
             sig(lo),
             sig(hi),
@@ -121,6 +171,77 @@ pub fn brownian(b: &Brownian) -> Verdict {
         )
     };
     Verdict::new(agreement, format!("{head}. {fit_words}; {ks_words}.{ml_words}"))
+}
+
+/// Brownian motion or the particles' attention flow: which model of the two comes closer, read
+/// with the diffusion verdict (`brownian`), so "closer than the particles" never reads as
+/// "Brownian" when the diffusion fit itself failed.
+pub fn flow(f: &Flow, brownian: Option<Agreement>) -> Verdict {
+    let numbers = format!(
+        "Root-mean-square error over both curves (mean cosine to the start, mean inner product of pairs) {:.3} for \
+         Brownian motion (its own D = {}, fitted to both curves) against {:.3} for particles moved by attention \
+         (β = {:.2}, {} flow time per step); at the last snapshot the angles to the start differ from Brownian \
+         walkers' by KS {:.2} and from the flow's by KS {:.2} (5% critical value {:.2}), over the first {} tokens.",
+        f.rmse_brownian,
+        sig(f.diffusion),
+        f.rmse_particles,
+        f.beta,
+        sig(f.time_scale),
+        f.ks_brownian,
+        f.ks_particles,
+        f.ks_critical,
+        f.points
+    );
+    let limit = if f.time_at_limit {
+        " The flow's fit uses all the flow time it was given: the tokens move further from their start than the flow \
+         takes them."
+    } else {
+        ""
+    };
+    let (agreement, head) = match (f.better == "particles", brownian) {
+        (true, _) => (Agreement::Disagrees, "Particles, not Brownian motion: the attention flow comes closer"),
+        (false, Some(Agreement::Agrees)) => (Agreement::Agrees, "Brownian motion, not particles"),
+        (false, _) => (
+            Agreement::Partly,
+            "Brownian motion comes closer than the particles' flow, but neither fits well (the diffusion verdict \
+             above stands)",
+        ),
+    };
+    Verdict::new(agreement, format!("{head}. {numbers}{limit}"))
+}
+
+/// Do tokens of the same kind (vowel, consonant, space, ...; the sphere view's colours) gather at
+/// `depth`? Over every probe row, at the first and the last frame.
+pub fn grouping(probe: &Probe, symbols: &[String], depth: usize) -> Option<Verdict> {
+    let (first, last) = (probe.frames().first()?, probe.frames().last()?);
+    let cfg = probe.config();
+    let depth = depth.min(cfg.layers);
+    let kinds: Vec<Kind> =
+        probe.tokens().iter().map(|&t| Kind::of(symbols.get(t as usize).map_or("", String::as_str))).collect();
+    let at = |f: &crate::science::probe::Frame| {
+        let u: Vec<f64> = f.sphere(cfg, depth).iter().map(|&x| x as f64).collect();
+        grouping::by_kind(&u, cfg.d_model, &kinds).ok()
+    };
+    let (g0, g) = (at(first)?, at(last)?);
+    let (gap0, gap) = (g0.same - g0.different, g.same - g.different);
+    let (agreement, head) = if gap >= 0.3 && gap - gap0 >= 0.05 {
+        (Agreement::Agrees, "Tokens of the same kind gather")
+    } else if gap >= 0.1 && gap - gap0 >= 0.05 {
+        (Agreement::Agrees, "Tokens of the same kind move a little closer together than to other kinds")
+    } else if gap >= 0.1 {
+        (Agreement::Partly, "Tokens of the same kind sit together, but no more than at the start")
+    } else {
+        (Agreement::Disagrees, "No grouping by kind")
+    };
+    let place = if depth == cfg.layers { "the final LayerNorm".to_string() } else { format!("layer {depth}") };
+    Some(Verdict::new(
+        agreement,
+        format!(
+            "{head}: at {place}, tokens of the same kind (colour) have a mean cosine of {:.2} with each other and {:.2} \
+             with tokens of other kinds (at step {}: {:.2} and {:.2}).",
+            g.same, g.different, first.step, g0.same, g0.different
+        ),
+    ))
 }
 
 /// LayerNorm puts every token on the sphere of radius sqrt(d): the probe's last frame, every depth.
@@ -215,9 +336,10 @@ pub fn kernel(probe: &Probe) -> Option<Verdict> {
 }
 
 /// The race: the first entrant (the page's own run, second order) against the others, at the same
-/// step and at the same seconds of compute. `curves`: (label, (step, loss) points, (seconds, loss)).
+/// step and at the same seconds of compute. `curves`: (label, (step, loss) points, (seconds, loss));
+/// settled once both have trained `total` steps.
 #[allow(clippy::type_complexity)]
-pub fn race(curves: &[(String, Vec<(usize, f32)>, Vec<(f64, f32)>)]) -> Option<Verdict> {
+pub fn race(curves: &[(String, Vec<(usize, f32)>, Vec<(f64, f32)>)], total: usize) -> Option<Verdict> {
     let [own, rival, ..] = curves else { return None };
     let steps = own.1.len().min(rival.1.len());
     if steps < 10 {
@@ -241,7 +363,7 @@ pub fn race(curves: &[(String, Vec<(usize, f32)>, Vec<(f64, f32)>)]) -> Option<V
         _ => String::new(),
     };
     let ahead = a < b;
-    Some(Verdict::new(
+    let mut v = Verdict::new(
         if ahead { Agreement::Agrees } else { Agreement::Disagrees },
         format!(
             "{}: after {steps} steps {} is at loss {a:.3}, {} at {b:.3} (the mean of the last tenth).{by_time}",
@@ -249,7 +371,10 @@ pub fn race(curves: &[(String, Vec<(usize, f32)>, Vec<(f64, f32)>)]) -> Option<V
             own.0,
             rival.0
         ),
-    ))
+    );
+    let done = |pts: &[(usize, f32)]| pts.last().map_or(0, |p| p.0);
+    v.settle(done(&own.1).min(done(&rival.1)), total);
+    Some(v)
 }
 
 /// JoMA: with a nonlinear MLP, attention entropy first falls (sparse), then rises again (dense).
@@ -281,7 +406,7 @@ pub fn joma(entropy: &[EntropyPoint], nonlinear: bool) -> Vec<Verdict> {
                     Agreement::Disagrees,
                     "sparse, then dense again, although JoMA predicts that only with a nonlinear MLP",
                 ),
-                (CurveShape::Falling, true) => (Agreement::Partly, "sparser and staying sparse: no rebound (yet)"),
+                (CurveShape::Falling, true) => (Agreement::Partly, "sparser and staying sparse: no rebound"),
                 (CurveShape::Falling, false) => {
                     (Agreement::Agrees, "sparser and staying sparse, as JoMA predicts without a nonlinearity")
                 }
@@ -291,6 +416,22 @@ pub fn joma(entropy: &[EntropyPoint], nonlinear: bool) -> Vec<Verdict> {
             Verdict::new(agreement, format!("Layer {l}: {words}; {numbers}."))
         })
         .collect()
+}
+
+/// Several layers' verdicts as one (the tour's JoMA step): the last layer's agreement, settled when
+/// all are, the run's progress said once.
+pub fn joined(layers: &[Verdict]) -> Option<Verdict> {
+    let last = layers.last()?;
+    let prefix = match layers[0].sentence.split_once("): ") {
+        Some((head, _)) if head.starts_with("So far (") => format!("{head}): "),
+        _ => String::new(),
+    };
+    let sentences: Vec<&str> = layers.iter().map(|v| v.sentence.strip_prefix(&prefix).unwrap_or(&v.sentence)).collect();
+    Some(Verdict {
+        agreement: last.agreement,
+        sentence: format!("{prefix}{}", sentences.join(" ")),
+        settled: layers.iter().all(|v| v.settled),
+    })
 }
 
 #[cfg(test)]
@@ -328,7 +469,10 @@ mod tests {
         assert_eq!(good.agreement, Agreement::Agrees);
         assert!(good.sentence.starts_with("Brownian") && good.sentence.contains("within the 5% critical value 0.34"));
         assert!(
-            good.sentence.contains("D = 1.10e-3 (95% interval 9.00e-4-1.30e-3); the line's D = 1.00e-3 is inside it"),
+            good.sentence.contains(
+                "D from the steps between snapshots = 1.10e-3 (95% interval 9.00e-4-1.30e-3); D fitted to the mean \
+                 cosine = 1.00e-3 is inside it"
+            ),
             "{}",
             good.sentence
         );
@@ -345,6 +489,45 @@ mod tests {
         assert_eq!(drift.agreement, Agreement::Disagrees);
         assert!(!drift.sentence.contains("jump"));
         assert_eq!(brownian(&fit(0.95, 0.6, vec![0.9, 0.8, 0.7])).agreement, Agreement::Partly);
+        // The JoMA preset's case: R² far below 0 with a KS inside its critical value is not "partly".
+        let flat = brownian(&fit(-5.02, 0.1, vec![1.0, 0.99, 0.97, 0.98, 0.9]));
+        assert_eq!(flat.agreement, Agreement::Disagrees, "{}", flat.sentence);
+        assert!(flat.sentence.contains("does not decay like a diffusion's"), "{}", flat.sentence);
+        assert_eq!(brownian(&fit(0.6, 0.1, vec![1.0, 0.95, 0.9, 0.85])).agreement, Agreement::Partly);
+    }
+
+    #[test]
+    fn only_identities_and_ended_runs_are_settled() {
+        let v = |a| Some(Verdict::new(a, "x".into()));
+        let mut all = Verdicts {
+            sphere: v(Agreement::Agrees),
+            markov: v(Agreement::Agrees),
+            kernel: v(Agreement::Partly),
+            brownian: v(Agreement::Disagrees),
+            flow: v(Agreement::Partly),
+            grouping: v(Agreement::Agrees),
+            joma: vec![Verdict::new(Agreement::NotYet, "too few".into())],
+        };
+        let mut ended = all.clone();
+        all.settle(120, 300);
+        assert!(all.sphere.as_ref().unwrap().settled && all.markov.as_ref().unwrap().settled);
+        for v in [&all.kernel, &all.brownian, &all.flow, &all.grouping].map(|v| v.as_ref().unwrap()) {
+            assert!(!v.settled && v.sentence == "So far (step 120 of 300): x", "{v:?}");
+        }
+        assert!(!all.joma[0].settled && all.joma[0].sentence == "too few");
+        ended.settle(300, 300);
+        assert!(ended.brownian.as_ref().unwrap().settled && ended.brownian.as_ref().unwrap().sentence == "x");
+    }
+
+    #[test]
+    fn the_flow_verdict_reads_with_the_diffusion_verdict() {
+        let f = |better: &str| Flow { better: better.into(), points: 32, ..Flow::default() };
+        assert_eq!(flow(&f("particles"), Some(Agreement::Agrees)).agreement, Agreement::Disagrees);
+        assert_eq!(flow(&f("brownian"), Some(Agreement::Agrees)).agreement, Agreement::Agrees);
+        // The bug report's contradiction: "Not Brownian" above "Brownian motion fits better".
+        let closer = flow(&f("brownian"), Some(Agreement::Disagrees));
+        assert_eq!(closer.agreement, Agreement::Partly);
+        assert!(closer.sentence.contains("neither fits well"), "{}", closer.sentence);
     }
 
     fn curve(values: &[f64]) -> Vec<EntropyPoint> {
@@ -361,10 +544,13 @@ mod tests {
         let times = |dt: f64, f: fn(usize) -> f32| (0..40).map(|s| ((s + 1) as f64 * dt, f(s))).collect::<Vec<_>>();
         let fast: fn(usize) -> f32 = |s| 3.0 - 0.05 * s as f32;
         let slow: fn(usize) -> f32 = |s| 3.0 - 0.02 * s as f32;
-        let v =
-            race(&[("cgfac".into(), curve(fast), times(0.1, fast)), ("adam".into(), curve(slow), times(0.01, slow))])
-                .unwrap();
+        let v = race(
+            &[("cgfac".into(), curve(fast), times(0.1, fast)), ("adam".into(), curve(slow), times(0.01, slow))],
+            40,
+        )
+        .unwrap();
         assert_eq!(v.agreement, Agreement::Agrees);
+        assert!(v.settled);
         // Last tenth of 40 steps: steps 37..40 (indices 36..39): 3 - 0.05 * 37.5 = 1.125.
         assert!(
             v.sentence.contains("cgfac is at loss 1.125") && v.sentence.contains("adam at 2.250"),
@@ -376,9 +562,10 @@ mod tests {
             "{}",
             v.sentence
         );
-        let v = race(&[("cgfac".into(), curve(slow), vec![]), ("adam".into(), curve(fast), vec![])]).unwrap();
+        let v = race(&[("cgfac".into(), curve(slow), vec![]), ("adam".into(), curve(fast), vec![])], 200).unwrap();
         assert_eq!(v.agreement, Agreement::Disagrees);
-        assert!(race(&[("cgfac".into(), curve(fast), vec![])]).is_none());
+        assert!(!v.settled && v.sentence.starts_with("So far (step 40 of 200): Second order"), "{}", v.sentence);
+        assert!(race(&[("cgfac".into(), curve(fast), vec![])], 40).is_none());
     }
 
     #[test]
@@ -391,5 +578,11 @@ mod tests {
         assert_eq!(joma(&curve(&[2.5, 2.0, 1.6, 1.6]), true)[0].agreement, Agreement::Partly);
         assert_eq!(joma(&curve(&[2.5, 2.5, 2.51]), true)[0].agreement, Agreement::Disagrees);
         assert_eq!(joma(&curve(&[2.5, 2.0]), true)[0].agreement, Agreement::NotYet);
+        let mut layers = joma(&curve(&[2.5, 2.0, 1.6, 1.9, 2.2]), true);
+        layers.extend(joma(&curve(&[2.5, 2.0, 1.6, 1.6]), true));
+        layers.iter_mut().for_each(|v| v.settle(40, 300));
+        let one = joined(&layers).unwrap();
+        assert_eq!(one.agreement, Agreement::Partly);
+        assert!(!one.settled && one.sentence.matches("So far (step 40 of 300): ").count() == 1, "{}", one.sentence);
     }
 }
