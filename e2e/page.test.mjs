@@ -1188,6 +1188,19 @@ test('pace: a class watches the default run for about 30 s, slower where things 
   await page.click('#start');
   await waitPhase(page, ['paused']);
   assert.equal(await page.$('#pending'), null, 'a new pace is no new run: nothing pending');
+  // "As fast as possible" takes about what the line said beforehand (within 30%), overheads and all.
+  for (const size of [{}, { d_model: 64, context: 64, batch: 16, steps: 100 }]) {
+    await open(page, '#s=' + encodeURIComponent(JSON.stringify({ ...size, steps_per_second: 0 })));
+    const said = await textOf(page, '#estimate');
+    const expected = Number(said.match(/as fast as possible: about (\d+) s/)[1]);
+    const t0 = Date.now();
+    await page.click('#start');
+    await page.waitForFunction(() => /Measured [\d.]+ steps\/s: about \d+ s left/.test(document.getElementById('estimate').textContent), null, { timeout: 30_000, polling: 100 });
+    await waitPhase(page, ['done'], 120_000);
+    const took = (Date.now() - t0) / 1000;
+    t.diagnostic(`${JSON.stringify(size)}: "${said}"; took ${took.toFixed(1)} s`);
+    assert.ok(Math.abs(took - expected) <= 0.3 * expected + 0.5, `the estimate ${expected} s against ${took.toFixed(1)} s measured`);
+  }
   // A size that will be slow says so before it starts.
   await open(page, '#s=' + encodeURIComponent(JSON.stringify({ d_model: 256, layers: 4, heads: 4, context: 256, steps: 200 })));
   assert.match(await textOf(page, '#estimate'), /Slow size: about [\d.]+ s a step in the browser/);

@@ -10,10 +10,12 @@ pub fn estimate(lab: Lab) -> String {
     let s = lab.settings.get();
     let steps = s.steps;
     let eval = (steps / 20).max(1);
-    let per_step_s = s.to_config().ok().map(|mut c| {
+    let config = s.to_config().ok().map(|mut c| {
         c.model.vocab = c.model.vocab.max(64);
-        engine::memory::step_flops(&c) / (engine::memory::BROWSER_CPU_GFLOPS * 1e9)
+        c
     });
+    let per_step_s = config.as_ref().map(engine::memory::browser_step_seconds);
+    let run_s = config.as_ref().map(engine::memory::browser_run_seconds);
     let machine_rate = per_step_s.map(|t| 1.0 / t.max(1e-6));
     let time = |secs: f64| {
         if secs < 90.0 {
@@ -28,21 +30,28 @@ pub fn estimate(lab: Lab) -> String {
         (Some(p), Some(m)) if p > m => format!(
             "{steps} steps (validation every {eval}): this size runs at about {m:.1} steps/s on the browser's CPU, \
              so about {}",
-            time(steps as f64 / m)
+            time(run_s.unwrap_or(0.0))
         ),
         (Some(p), _) => format!(
             "{steps} steps (validation every {eval}) at {p} steps/s, a third of it for the first {}: about {}",
             spherewalk::settings::slow_steps(steps),
             time(spherewalk::settings::paced_ms(steps, steps, p) / 1000.0)
         ),
-        (None, Some(m)) => format!(
+        (None, Some(_)) => format!(
             "{steps} steps (validation every {eval}) as fast as possible: about {} on the browser's CPU",
-            time(steps as f64 / m)
+            time(run_s.unwrap_or(0.0))
         ),
         (None, None) => format!("{steps} steps (validation every {eval}) as fast as possible"),
     };
     if let Some(t) = per_step_s.filter(|&t| t > 0.25) {
         out.push_str(&format!(". Slow size: about {t:.1} s a step in the browser"));
+    }
+    // Once steps are measured, what is left at the measured rate (this machine, this run).
+    let running = lab.phase.get() == spherewalk::protocol::Phase::Running;
+    if let (true, Some(rate)) = (running, lab.steps_per_second.get().filter(|r| *r > 0.0)) {
+        let left = steps.saturating_sub(lab.step.get());
+        let rate = s.pace().map_or(rate, |p| p.min(rate));
+        out.push_str(&format!(". Measured {rate:.1} steps/s: about {} left", time(left as f64 / rate)));
     }
     out
 }

@@ -138,10 +138,26 @@ pub fn estimate(cfg: &TrainConfig, probe_bytes: u64) -> Result<Estimate> {
     Ok(Estimate { params, optimizer, activations, rollback, probe: probe_bytes, working, total })
 }
 
-/// What the browser's CPU path sustains on the lab's models (19-21 GFLOP/s measured at the small size
-/// in two workers, `spherewalk.bench` in headless Chromium on this project's 2-core machine): the
-/// page's estimate of a step's time.
-pub const BROWSER_CPU_GFLOPS: f64 = 20.0;
+/// What a whole page run sustains on the browser's CPU, per step: matrix products at
+/// [`BROWSER_RUN_GFLOPS`] plus [`BROWSER_STEP_OVERHEAD_S`], and [`BROWSER_START_S`] once (the data,
+/// the first save, the summary). The engine alone does 19-21 GFLOP/s (`spherewalk.bench`); a run
+/// also evaluates, records probe frames, fits the panels and shares the two cores with the page's
+/// drawing. Fitted to four runs "as fast as possible" in headless Chromium on this project's 2-core
+/// machine (d32 L2 T32 B8 400 steps 4.6 s, d64 200 steps 6.2 s, d64 T64 B16 100 steps 9.3 s,
+/// d128 L4 T64 60 steps 21.8 s): each within 15%.
+pub const BROWSER_RUN_GFLOPS: f64 = 9.0;
+pub const BROWSER_STEP_OVERHEAD_S: f64 = 0.0025;
+pub const BROWSER_START_S: f64 = 1.5;
+
+/// Seconds a step of `cfg` takes in a page run on the browser's CPU.
+pub fn browser_step_seconds(cfg: &TrainConfig) -> f64 {
+    BROWSER_STEP_OVERHEAD_S + step_flops(cfg) / (BROWSER_RUN_GFLOPS * 1e9)
+}
+
+/// Seconds a page run of `cfg` takes "as fast as possible" on the browser's CPU.
+pub fn browser_run_seconds(cfg: &TrainConfig) -> f64 {
+    BROWSER_START_S + cfg.steps as f64 * browser_step_seconds(cfg)
+}
 
 /// Floating-point operations of one training step (forward, and backward at twice the forward),
 /// counting the matrix products, which dominate: per token and layer 2(4C² + 2CF) for the linear

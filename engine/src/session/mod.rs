@@ -408,9 +408,7 @@ impl Session {
     /// The panels, with the Brownian comparison at `depth`; once the run has ended, the flow fit
     /// too (about a second, then cached). Every verdict says whether it is final.
     pub fn panels(&mut self, depth: usize) -> Result<Panels> {
-        let seed = self.exp.train.seed;
-        let mut out =
-            panels::panels(&self.probe, &self.entropy, self.symbols.clone(), &mut self.components, depth, seed)?;
+        let mut out = self.fitted_panels(depth)?;
         if self.is_done() && out.brownian.is_some() {
             out.flow = Some(self.flow(depth).map_err(|e| e.to_string()));
         }
@@ -418,6 +416,13 @@ impl Session {
         out.verdicts.flow = out.flow.as_ref().and_then(|f| f.as_ref().ok()).map(|f| verdicts::flow(f, diffusion));
         out.verdicts.settle(self.step_count(), self.exp.train.steps);
         Ok(out)
+    }
+
+    /// The panels at `depth` without the flow fit and with unsettled verdicts: what the summary
+    /// reads at every depth (the flow costs about a second per depth).
+    pub(crate) fn fitted_panels(&mut self, depth: usize) -> Result<Panels> {
+        let seed = self.exp.train.seed;
+        panels::panels(&self.probe, &self.entropy, self.symbols.clone(), &mut self.components, depth, seed)
     }
 
     /// Brownian motion or interacting particles for the first probe row at `depth`, over the
@@ -436,7 +441,7 @@ impl Session {
             return Err(Error::Data("the flow fit needs three or more probe frames".into()));
         }
         if self.components.get(depth).is_none_or(|c| c.is_none()) {
-            self.panels(depth)?;
+            self.fitted_panels(depth)?;
         }
         let basis = self.components[depth].clone().unwrap_or_default();
         let f = panels::flow(&self.probe, depth, &basis, self.exp.train.seed)?;

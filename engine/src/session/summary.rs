@@ -72,7 +72,7 @@ impl Summary {
                     ks: None,
                     error: Some(error),
                 };
-                match s.panels(depth).map(|p| p.brownian) {
+                match s.fitted_panels(depth).map(|p| p.brownian) {
                     Ok(Some(Ok(b))) => BrownianSummary {
                         depth,
                         points: Some(b.points),
