@@ -1380,6 +1380,10 @@ test('the guided tour: every step sets up its experiment, points at its panel an
     }, 50);
   });
   const settledAt = [];
+  const apart = async (panel) => page.evaluate((id) => {
+    const [a, b] = [document.getElementById('tour').getBoundingClientRect(), document.getElementById(id).getBoundingClientRect()];
+    return { apart: a.right <= b.left || b.right <= a.left || a.bottom <= b.top || b.bottom <= a.top, card: [a.left, a.top, a.width, a.height].map(Math.round), panel: [b.left, b.top, b.width, b.height].map(Math.round) };
+  }, panel);
   for (const [i, [title, panel, verdict]] of expected.entries()) {
     // Each step shows its own claim in the tour's box; steps 4, 5 and 6 open a new run, whose
     // verdicts start afresh.
@@ -1389,9 +1393,14 @@ test('the guided tour: every step sets up its experiment, points at its panel an
     }, i >= 3);
     assert.match(await textOf(page, '#tour-title'), new RegExp(`step ${i + 1} of 6: ${title.source}`));
     assert.ok(await page.evaluate((p) => document.getElementById(p).classList.contains('tour-focus'), panel), `step ${i + 1} points at #${panel}`);
+    await page.waitForTimeout(200);
+    const placed = await apart(panel);
+    assert.ok(placed.apart, `step ${i + 1} at 1280x800: the card ${placed.card} does not cover #${panel} ${placed.panel}`);
     if ((await phase(page)) !== 'training' && (await phase(page)) !== 'done') {
       await page.selectOption('#pace', '0');
-      await page.click('#start');
+      // The card's own Start: no scrolling back to the top for it.
+      assert.match(await textOf(page, '#tour-run'), /Start|Resume/);
+      await page.click('#tour-run');
     }
     await page.waitForFunction((v) => new RegExp(v).test(document.getElementById('tour-verdict')?.textContent ?? ''), verdict.source, { timeout: 60_000 });
     // The run goes on to its end; then the step's verdict is final.
@@ -1411,6 +1420,9 @@ test('the guided tour: every step sets up its experiment, points at its panel an
       await page.waitForFunction((n) => location.hash.includes(`tour=${n}`), i + 2, { timeout: 10_000 });
     }
   }
+  // Ended runs grow their panels (the race chart, the verdicts): the card still keeps clear.
+  const after = await apart('panel-entropy');
+  assert.ok(after.apart, `after the run the card ${after.card} does not cover the JoMA panel ${after.panel}`);
   const watch = await page.evaluate(() => window.__verdicts);
   t.diagnostic(`verdicts watched: ${watch.settled} settled and ${watch.provisional} provisional sightings`);
   assert.deepEqual(watch.violations, [], 'settled verdicts never change; unsettled ones are provisional');
@@ -1428,6 +1440,14 @@ test('the guided tour: every step sets up its experiment, points at its panel an
   assert.equal(await page.isVisible('#download-model'), false, 'the model files are hidden');
   await open(page, '#tour=9');
   assert.match(await textOf(page, '#url-error'), /tour has steps 1 to 6/);
+  // A projector's 1920x1080: every step's card clear of its panel too.
+  await page.setViewportSize({ width: 1920, height: 1080 });
+  for (const [i, [, panel]] of expected.entries()) {
+    await open(page, `#tour=${i + 1}`);
+    await page.waitForTimeout(300);
+    const placed = await apart(panel);
+    assert.ok(placed.apart, `step ${i + 1} at 1920x1080: the card ${placed.card} does not cover #${panel} ${placed.panel}`);
+  }
   assert.deepEqual(problems, [], 'no console errors or exceptions');
 });
 
@@ -2042,7 +2062,7 @@ test('chart text is drawn at its CSS size on every screen: 12 px at 1280x800, on
   assert.deepEqual(problems, [], 'no console errors or exceptions');
 });
 
-test('phone: every control on the page is a touch target of at least 24x24 CSS px', { timeout: 120_000 }, async (t) => {
+test('phone: every control on the page is a touch target of at least 24x24 CSS px; Start stays on screen with the sphere, and the tour card with its panel', { timeout: 120_000 }, async (t) => {
   const { page, problems } = await launch(t, { viewport: { width: 390, height: 844 }, hasTouch: true, isMobile: true });
   await open(page, '');
   await page.click('#step-once');
@@ -2053,5 +2073,29 @@ test('phone: every control on the page is a touch target of at least 24x24 CSS p
     .filter((x) => x.w < 24 || x.h < 24));
   assert.deepEqual(small, [], 'controls smaller than 24x24');
   await page.screenshot({ path: join(ARTIFACTS, 'page-phone-targets.png') });
+  const box = (sel) => page.evaluate((q) => { const r = document.querySelector(q).getBoundingClientRect(); return { top: r.top, bottom: r.bottom, left: r.left, right: r.right }; }, sel);
+  const onScreen = (b) => b.bottom > 0 && b.top < 844 && b.right > 0 && b.left < 390;
+  // The sphere in the middle of the screen: Start (and Step, Reset, the pace) still within reach.
+  await page.evaluate(() => document.getElementById('sphere').scrollIntoView({ block: 'center' }));
+  const [start, sphere] = [await box('#start'), await box('#sphere')];
+  assert.ok(start.top >= 0 && start.bottom <= 844 && onScreen(sphere), `Start ${JSON.stringify(start)} and the sphere ${JSON.stringify(sphere)} on screen together`);
+  assert.ok(start.bottom <= sphere.top, 'the bar does not cover the sphere');
+  await page.click('#start');
+  await waitPhase(page, ['training']);
+  await page.click('#start');
+  await waitPhase(page, ['paused']);
+  await page.screenshot({ path: join(ARTIFACTS, 'page-phone-sphere.png') });
+  // The tour on a phone: a sheet at the bottom, its panel above it, both on screen, every step.
+  await page.click('#tour-start');
+  for (let n = 1; n <= 6; n++) {
+    if (n > 1) await page.click('#tour-next');
+    await page.waitForFunction((k) => document.getElementById('tour')?.dataset.step === String(k), n);
+    await page.waitForTimeout(300);
+    const panel = await page.evaluate(() => document.querySelector('.tour-focus').id);
+    const [card, target] = [await box('#tour'), await box(`#${panel}`)];
+    assert.ok(onScreen(card) && card.bottom <= 845 && card.top >= 0, `step ${n}: the card on screen (${JSON.stringify(card)})`);
+    assert.ok(target.top < card.top - 40 && target.bottom > 60, `step ${n}: #${panel} on screen above the card (${JSON.stringify(target)})`);
+  }
+  await page.screenshot({ path: join(ARTIFACTS, 'page-phone-tour.png') });
   assert.deepEqual(problems, [], 'no console errors or exceptions');
 });

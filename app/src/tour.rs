@@ -4,7 +4,9 @@
 
 use engine::session::Verdict;
 use leptos::prelude::*;
+use spherewalk::protocol::Phase;
 use spherewalk::settings::Settings;
+use wasm_bindgen::JsCast;
 
 use crate::lab::Lab;
 
@@ -142,22 +144,71 @@ pub fn open(lab: Lab, step: RwSignal<Option<usize>>, n: usize) {
     focus(s.panel);
 }
 
-/// Marks the step's panel and brings it into view.
+/// Below this width the card is a sheet at the bottom of the screen (CSS: the same breakpoint).
+const PHONE_WIDTH: f64 = 860.0;
+/// Space between the card, its panel and the window's edges, CSS px.
+const GAP: f64 = 12.0;
+
+/// Marks the step's panel, brings it into view and puts the card where it does not cover it.
 pub fn focus(panel: &str) {
     let Some(doc) = web_sys::window().and_then(|w| w.document()) else { return };
     if let Ok(marked) = doc.query_selector_all(".tour-focus") {
         for i in 0..marked.length() {
-            if let Some(e) = marked.item(i).and_then(|n| wasm_bindgen::JsCast::dyn_into::<web_sys::Element>(n).ok()) {
+            if let Some(e) = marked.item(i).and_then(|n| n.dyn_into::<web_sys::Element>().ok()) {
                 let _ = e.class_list().remove_1("tour-focus");
             }
         }
     }
     if let Some(e) = doc.get_element_by_id(panel) {
         let _ = e.class_list().add_1("tour-focus");
-        // Only as far as needed: a panel already in view stays where it is (and Start with it).
-        let opts = web_sys::ScrollIntoViewOptions::new();
-        opts.set_block(web_sys::ScrollLogicalPosition::Nearest);
-        e.scroll_into_view_with_scroll_into_view_options(&opts);
+    }
+    place(panel);
+}
+
+/// The card beside its panel when the window has room on either side (fixed there, so it never
+/// covers the panel); else docked across the top with the panel scrolled to start under it; on a
+/// phone a sheet at the bottom, the panel scrolled to the top above it.
+pub fn place(panel: &str) {
+    let Some(win) = web_sys::window() else { return };
+    let Some(doc) = win.document() else { return };
+    let (Some(card), Some(target)) = (doc.get_element_by_id("tour"), doc.get_element_by_id(panel)) else { return };
+    let Ok(card) = card.dyn_into::<web_sys::HtmlElement>() else { return };
+    let size = |v: Result<wasm_bindgen::JsValue, _>| v.ok().and_then(|v| v.as_f64()).unwrap_or(0.0);
+    let (vw, vh) = (size(win.inner_width()), size(win.inner_height()));
+    let style = card.style();
+    let _ = card.class_list().remove_2("beside", "docked-top");
+    let _ = style.remove_property("left");
+    let _ = style.remove_property("top");
+    let opts = web_sys::ScrollIntoViewOptions::new();
+    if vw < PHONE_WIDTH {
+        opts.set_block(web_sys::ScrollLogicalPosition::Start);
+        target.scroll_into_view_with_scroll_into_view_options(&opts);
+        return;
+    }
+    // Only as far as needed: a panel already in view stays where it is (and Start with it).
+    opts.set_block(web_sys::ScrollLogicalPosition::Nearest);
+    target.scroll_into_view_with_scroll_into_view_options(&opts);
+    let (p, c) = (target.get_bounding_client_rect(), card.get_bounding_client_rect());
+    let left = if vw - p.right() >= c.width() + 2.0 * GAP {
+        Some(p.right() + GAP)
+    } else if p.left() >= c.width() + 2.0 * GAP {
+        Some(p.left() - GAP - c.width())
+    } else {
+        None
+    };
+    match left {
+        Some(left) => {
+            let top = p.top().min(vh - c.height() - GAP).max(GAP);
+            let _ = card.class_list().add_1("beside");
+            let _ = style.set_property("left", &format!("{left}px"));
+            let _ = style.set_property("top", &format!("{top}px"));
+        }
+        None => {
+            // Docked across the top at a fixed height (CSS), so later text cannot grow into the panel.
+            let _ = card.class_list().add_1("docked-top");
+            let bottom = card.get_bounding_client_rect().bottom();
+            win.scroll_by_with_x_and_y(0.0, target.get_bounding_client_rect().top() - bottom - GAP);
+        }
     }
 }
 
@@ -192,11 +243,28 @@ pub fn TourPanel(lab: Lab, step: RwSignal<Option<usize>>) -> impl IntoView {
             })
             .unwrap_or_default()
     };
-    // Folded, the box keeps its title, the verdict and the buttons: the panels behind it show.
-    let folded = RwSignal::new(false);
+    // Folded, the box keeps its title, the verdict and the buttons: the panels behind it show. On a
+    // phone it starts folded, a short sheet under its panel.
+    let phone =
+        web_sys::window().and_then(|w| w.inner_width().ok()).and_then(|w| w.as_f64()).unwrap_or(0.0) < PHONE_WIDTH;
+    let folded = RwSignal::new(phone);
+    let replace = move || {
+        if let Some((_, s)) = current() {
+            let panel = s.panel;
+            request_animation_frame(move || place(panel));
+        }
+    };
+    let resize = window_event_listener(leptos::ev::resize, move |_| replace());
+    on_cleanup(move || resize.remove());
     view! {
         <Show when=move || current().is_some()>
-            <section id="tour" class="panel tour" aria-labelledby="tour-title" data-step=move || step.get().map(|n| n + 1)>
+            <section
+                id="tour"
+                class="panel tour"
+                class:folded=move || folded.get()
+                aria-labelledby="tour-title"
+                data-step=move || step.get().map(|n| n + 1)
+            >
                 <h2 id="tour-title">
                     {move || current().map(|(n, s)| format!("Tour, step {} of {}: {}", n + 1, STEPS.len(), s.title)).unwrap_or_default()}
                 </h2>
@@ -214,6 +282,15 @@ pub fn TourPanel(lab: Lab, step: RwSignal<Option<usize>>) -> impl IntoView {
                     {verdict_text}
                 </p>
                 <div class="row">
+                    <button
+                        id="tour-run"
+                        type="button"
+                        class="small"
+                        class:running=move || lab.phase.get() == Phase::Running
+                        on:click=move |_| lab.toggle()
+                    >
+                        {move || lab.phase.get().button_text()}
+                    </button>
                     <button
                         id="tour-prev"
                         type="button"
@@ -245,7 +322,10 @@ pub fn TourPanel(lab: Lab, step: RwSignal<Option<usize>>) -> impl IntoView {
                         type="button"
                         class="small"
                         aria-expanded=move || (!folded.get()).to_string()
-                        on:click=move |_| folded.update(|f| *f = !*f)
+                        on:click=move |_| {
+                            folded.update(|f| *f = !*f);
+                            replace();
+                        }
                     >
                         {move || if folded.get() { "Show the text" } else { "Fold" }}
                     </button>
