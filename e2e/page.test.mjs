@@ -2030,7 +2030,7 @@ test('first screen in plain words: what the model learns, a loss with its yardst
   assert.deepEqual(problems.filter((p) => !/WebGPU|GPU/i.test(p)), [], 'no console errors or exceptions');
 });
 
-test('chart text is drawn at its CSS size on every screen: 12 px at 1280x800, on a phone and in presenter mode at 1920x1080', { timeout: 120_000 }, async (t) => {
+test('chart text is drawn at its CSS size on every screen: 12 px at 1280x800 and on a phone, 24 px in the projector view at 1920x1080, where no text is smaller and the picture stays on the first screen', { timeout: 180_000 }, async (t) => {
   const { page, problems } = await launch(t, { viewport: { width: 1280, height: 800 } });
   // What a chart says it drew, and what the canvas's pixels make of it on the screen.
   const charts = () => page.evaluate(() => ['loss-chart', 'entropy-chart'].map((id) => {
@@ -2057,8 +2057,41 @@ test('chart text is drawn at its CSS size on every screen: 12 px at 1280x800, on
   await check('phone', 12);
   await page.setViewportSize({ width: 1920, height: 1080 });
   await page.click('#presenter');
-  await check('presenter mode at 1920x1080', 12);
+  await check('presenter mode at 1920x1080', 24);
   await page.locator('#panel-loss').screenshot({ path: join(ARTIFACTS, 'panel-loss-presenter.png') });
+  // The projector view: every visible text, in the page and in every canvas, at 24 px or more; the
+  // picture whole on the first screen; the panel the preset is about kept.
+  const room = () => page.evaluate(() => {
+    const small = [];
+    const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+    while (walker.nextNode()) {
+      const e = walker.currentNode.parentElement;
+      if (!walker.currentNode.textContent.trim() || !e.checkVisibility()) continue;
+      const px = parseFloat(getComputedStyle(e).fontSize);
+      if (px < 24) small.push(`${e.tagName.toLowerCase()}#${e.id} "${walker.currentNode.textContent.trim().slice(0, 30)}": ${px} px`);
+    }
+    const canvases = [...document.querySelectorAll('canvas')].filter((c) => c.checkVisibility() && c.clientWidth > 0).map((c) => ({ id: c.id, font: Number(c.dataset.fontPx) }));
+    const sphere = document.getElementById('sphere').getBoundingClientRect();
+    return { small, canvases, sphereBottom: sphere.bottom + scrollY, brownian: document.getElementById('panel-brownian').checkVisibility(), entropy: document.getElementById('panel-entropy').checkVisibility() };
+  });
+  for (const [preset, panel] of [['sphere', null], ['brownian', 'brownian'], ['joma', 'entropy'], ['race', null]]) {
+    await open(page, `#preset=${preset}`);
+    if ((await page.getAttribute('html', 'data-presenter')) !== 'on') await page.keyboard.press('p');
+    await page.click('#start');
+    await stepTo(page, 25, 30_000);
+    await page.click('#start');
+    await waitPhase(page, ['paused']);
+    await page.evaluate(() => window.scrollTo(0, 0));
+    await page.waitForTimeout(300);
+    const r = await room();
+    t.diagnostic(`projector, preset ${preset}: canvases ${r.canvases.map((c) => `${c.id} ${c.font} px`).join(', ')}; sphere ends at ${r.sphereBottom.toFixed(0)} px`);
+    assert.deepEqual(r.small, [], `preset ${preset}: texts under 24 px in the projector view`);
+    assert.ok(r.canvases.length >= 3 && r.canvases.every((c) => c.font >= 24), `preset ${preset}: every canvas draws its text at 24 px or more`);
+    assert.ok(r.sphereBottom <= 1080, `preset ${preset}: the sphere ends at ${r.sphereBottom} px, on the first screen`);
+    if (panel) assert.ok(r[panel], `preset ${preset}: its panel stays in the projector view`);
+    if (preset === 'brownian') await page.screenshot({ path: join(ARTIFACTS, 'page-projector-brownian.png') });
+  }
+  await page.screenshot({ path: join(ARTIFACTS, 'page-projector.png') });
   assert.deepEqual(problems, [], 'no console errors or exceptions');
 });
 

@@ -8,27 +8,33 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 use web_sys::HtmlCanvasElement;
 
+use crate::canvas_text::{self, DEFAULT_PX};
 use crate::chart_canvas::{css_font, ChartCanvas};
 
-/// The smallest text a chart draws (tick labels, legend), in CSS pixels: what a reader sees at any
-/// size of the chart on any screen.
-pub const LABEL_CSS_PX: f64 = 12.0;
-
-/// Sizes the canvas's pixels to its shown size (its aspect kept) and returns canvas pixels per CSS
-/// pixel: the device's pixel ratio. Before, the canvas kept 760 pixels wide and the page shrank
-/// it, to 6.5 px text at 1280x800.
+/// Sizes the canvas's pixels to its shown size and returns canvas pixels per CSS pixel: the
+/// device's pixel ratio. Its height follows its width at the canvas's first aspect, except in
+/// presenter mode, where the style sheet gives charts the room's height. Before, the canvas kept
+/// 760 pixels wide and the page shrank it, to 6.5 px text at 1280x800.
 fn fit(canvas: &HtmlCanvasElement) -> f64 {
     let dpr = web_sys::window().map(|w| w.device_pixel_ratio()).unwrap_or(1.0).clamp(1.0, 4.0);
+    let aspect = match canvas.get_attribute("data-aspect").and_then(|a| a.parse::<f64>().ok()) {
+        Some(a) => a,
+        None => {
+            let a = canvas.height() as f64 / canvas.width().max(1) as f64;
+            let _ = canvas.set_attribute("data-aspect", &a.to_string());
+            a
+        }
+    };
     let shown = canvas.client_width() as f64;
     if shown >= 50.0 {
-        let aspect = canvas.height() as f64 / canvas.width().max(1) as f64;
         let w = (shown * dpr).round() as u32;
-        if canvas.width() != w {
+        let tall = canvas.client_height() as f64;
+        let h = if canvas_text::presenter() && tall >= 50.0 { tall * dpr } else { w as f64 * aspect };
+        if canvas.width() != w || canvas.height() != h.round() as u32 {
             canvas.set_width(w);
-            canvas.set_height((w as f64 * aspect).round() as u32);
+            canvas.set_height(h.round() as u32);
         }
     }
-    let _ = canvas.set_attribute("data-font-px", &format!("{LABEL_CSS_PX}"));
     dpr
 }
 
@@ -114,22 +120,26 @@ pub fn draw_lines_against(
 ) -> Result<(), String> {
     let theme = Theme::new(dark);
     let s = fit(&canvas);
+    let text = canvas_text::px();
+    canvas_text::report(&canvas, text);
     let px = |v: f64| (v * s).round() as i32;
+    // Room for the labels grows with their size.
+    let room = |v: f64| px(v * text / DEFAULT_PX);
     // As many tick labels as fit without touching: a small chart shows fewer.
-    let ticks = |pixels: u32, per_label: f64| ((pixels as f64 / (per_label * LABEL_CSS_PX * s)) as usize).clamp(2, 10);
+    let ticks = |pixels: u32, per_label: f64| ((pixels as f64 / (per_label * text * s)) as usize).clamp(2, 10);
     let (x_ticks, y_ticks) = (ticks(canvas.width(), 5.0), ticks(canvas.height(), 2.5));
     let backend = ChartCanvas::new(canvas).ok_or_else(|| "the canvas has no 2D context".to_string())?;
-    let legend_font = ("sans-serif", LABEL_CSS_PX * s).into_font().color(&theme.fg);
+    let legend_font = ("sans-serif", text * s).into_font().color(&theme.fg);
     let label_widths: Vec<u32> = lines.iter().map(|l| backend.text_size(&l.label, &css_font(&legend_font)).0).collect();
     let root = backend.into_drawing_area();
     root.fill(&theme.bg).map_err(|e| e.to_string())?;
     let (lo, hi) = range(lines, true);
     let mut chart = ChartBuilder::on(&root)
         .margin(px(10.0))
-        .margin_right(px(22.0))
-        .caption(caption, ("sans-serif", 15.0 * s).into_font().color(&theme.fg))
-        .x_label_area_size(px(32.0))
-        .y_label_area_size(px(48.0))
+        .margin_right(room(22.0))
+        .caption(caption, ("sans-serif", 1.25 * text * s).into_font().color(&theme.fg))
+        .x_label_area_size(room(32.0))
+        .y_label_area_size(room(48.0))
         .build_cartesian_2d(0f64..x_max.max(1.0), lo..hi)
         .map_err(|e| e.to_string())?;
     chart
@@ -141,7 +151,7 @@ pub fn draw_lines_against(
         .x_labels(x_ticks)
         .y_labels(y_ticks)
         .axis_style(theme.fg)
-        .label_style(("sans-serif", LABEL_CSS_PX * s).into_font().color(&theme.fg))
+        .label_style(("sans-serif", text * s).into_font().color(&theme.fg))
         .x_desc(x_desc)
         .y_desc(y_desc)
         .draw()
@@ -178,7 +188,7 @@ fn draw_legend(
     font: &TextStyle,
 ) -> Result<(), DrawingAreaErrorKind<<ChartCanvas as DrawingBackend>::ErrorType>> {
     // Sized with the labels' font (its CSS size times the canvas's pixels per CSS pixel).
-    let s = font.font.get_size() / LABEL_CSS_PX;
+    let s = font.font.get_size() / DEFAULT_PX;
     let px = |v: f64| (v * s).round() as i32;
     let (row, swatch, pad, inset) = (px(17.0), px(16.0), px(6.0), px(8.0));
     let w = widths.iter().max().copied().unwrap_or(0) as i32 + swatch + 3 * pad;

@@ -23,9 +23,10 @@ struct Layout {
 }
 
 impl Layout {
-    fn new(size: f64, t: usize) -> Layout {
-        let (x0, y0) = (24.0, 20.0);
-        let side = (size - x0 - 6.0).min(size - y0 - 44.0).max(10.0);
+    /// `text`: the labels' size in CSS pixels; the margins hold them.
+    fn new(size: f64, t: usize, text: f64) -> Layout {
+        let (x0, y0) = (2.0 * text, text + 8.0);
+        let side = (size - x0 - 6.0).min(size - y0 - 3.7 * text).max(10.0);
         Layout { x0, y0, cell: side / t.max(1) as f64, t }
     }
 
@@ -62,7 +63,9 @@ fn draw(
     let (bg, fg) = if dark { ("#16181d", "#e8ebf0") } else { ("#ffffff", "#1d2026") };
     ctx.set_fill_style_str(bg);
     ctx.fill_rect(0.0, 0.0, size, size);
-    let layout = Layout::new(size, t);
+    let text = crate::canvas_text::px();
+    crate::canvas_text::report(canvas, text);
+    let layout = Layout::new(size, t, text);
     if t == 0 || p.len() != t * t {
         return Ok((layout, 0.0));
     }
@@ -82,7 +85,7 @@ fn draw(
         .map_err(|_| "could not draw the heatmap".to_string())?;
     // Token labels: rows (who looks) on the left, columns (where it looks) on top; every n-th
     // when the cells are too small for every one.
-    let font = layout.cell.clamp(7.0, 12.0);
+    let font = text;
     let every = ((font + 1.0) / layout.cell).ceil().max(1.0) as usize;
     ctx.set_fill_style_str(fg);
     ctx.set_font(&format!("{font:.0}px ui-monospace, monospace"));
@@ -120,7 +123,7 @@ fn draw(
     ctx.set_image_smoothing_enabled(true);
     ctx.draw_image_with_html_canvas_element_and_dw_and_dh(&bar, bx, by, bw, 10.0)
         .map_err(|_| "could not draw the colour scale".to_string())?;
-    ctx.set_font("11px sans-serif");
+    ctx.set_font(&format!("{text}px sans-serif"));
     for (at, value) in [(0.0, 0.0), (0.5, max / 4.0), (1.0, max)] {
         ctx.set_text_align(if at == 0.0 {
             "left"
@@ -129,7 +132,7 @@ fn draw(
         } else {
             "center"
         });
-        let _ = ctx.fill_text(&format!("{value:.2}"), bx + at * bw, by + 23.0);
+        let _ = ctx.fill_text(&format!("{value:.2}"), bx + at * bw, by + 12.0 + text);
     }
     ctx.set_text_align("start");
     let h = markov::row_entropy(p, t);
@@ -194,6 +197,7 @@ pub fn AttentionPanel(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
 
     Effect::new(move |_| {
         let dark = dark.get();
+        lab.layout.track();
         let selected = lab.selected.get();
         let hovered = hover_cell.get();
         let Some(canvas) = canvas_ref.get() else { return };

@@ -11,7 +11,8 @@
 //! settings), `url_state` (the experiment in the address), `script_api` (`window.spherewalk`),
 //! `tour` (the guided tour), `sphere_view` (the sphere panel; `sphere_draw` draws it, `sphere_gl` the
 //! WebGL2 ball and dots, `token_style` the glyphs and colour-blind-safe colours), `heatmap`, `panels`
-//! and `charts` (the drawings), `export` (downloads: files and figures as PNG).
+//! and `charts` (the drawings; `canvas_text` the one size their text follows), `export` (downloads:
+//! files and figures as PNG).
 //!
 //! Stable element ids, read by the browser test (`e2e/page.test.mjs`): `#version`, `#backend`,
 //! `#theme`, `#start`, `#step-once`, `#reset`, `#export`, `#status`, `#step`, `#total-steps`,
@@ -32,6 +33,7 @@
 //! (`script_api`; its `bench` times the engine alone in a worker).
 
 mod canvas2d;
+mod canvas_text;
 mod chart_canvas;
 mod charts;
 mod estimate;
@@ -209,6 +211,13 @@ fn App() -> impl IntoView {
                 if on { root.set_attribute("data-presenter", "on") } else { root.remove_attribute("data-presenter") };
         }
         lab.layout.update(|n| *n += 1);
+    });
+    // The preset on the root, so presenter mode keeps the panel the preset is about.
+    Effect::new(move |_| {
+        let preset = lab.settings.with(|s| s.preset.clone());
+        if let Some(root) = web_sys::window().and_then(|w| w.document()).and_then(|d| d.document_element()) {
+            let _ = root.set_attribute("data-preset", &preset);
+        }
     });
     let resized = window_event_listener(leptos::ev::resize, move |_| lab.layout.update(|n| *n += 1));
     on_cleanup(move || resized.remove());

@@ -381,6 +381,7 @@ pub fn BrownianPanel(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
     let chart = move |canvas_ref: NodeRef<Canvas>, title: &'static str, y: &'static str, curves: Curves| {
         Effect::new(move |_| {
             let dark = dark.get();
+            lab.layout.track();
             let Some(canvas) = canvas_ref.get() else { return };
             let (lines, x_max) = match current.get() {
                 Some(Ok(a)) => brownian_lines(&a, curves),
@@ -408,6 +409,7 @@ pub fn BrownianPanel(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
     let flow_ref = NodeRef::<Canvas>::new();
     Effect::new(move |_| {
         let dark = dark.get();
+        lab.layout.track();
         let Some(canvas) = flow_ref.get() else { return };
         let (lines, x_max) = match flow.get() {
             Some(Ok(f)) => flow_lines(&f),

@@ -155,7 +155,9 @@ pub fn draw(
     }
     let Some(s) = scene else {
         ctx.set_fill_style_str(fg);
-        ctx.set_font("15px sans-serif");
+        let text = crate::canvas_text::px() * 1.25;
+        crate::canvas_text::report(canvas, text);
+        ctx.set_font(&format!("{text}px sans-serif"));
         ctx.set_text_align("center");
         let _ = ctx.fill_text("Press Start or Step to see the tokens", f.cx, f.cy);
         ctx.set_text_align("start");
@@ -243,10 +245,15 @@ pub fn draw(
         ctx.stroke();
     }
     ctx.set_global_alpha(1.0);
-    drawn.labels = labels(&ctx, s, &order, view_scale(size), (fg, muted, bg));
+    // Labels at the page's canvas text size (`canvas_text`), larger on a large view.
+    let text = crate::canvas_text::px() * view_scale(size).max(1.0);
+    crate::canvas_text::report(canvas, crate::canvas_text::px());
+    drawn.labels = labels(&ctx, s, &order, text, view_scale(size), (fg, muted, bg));
+    // The caption at the page's size, shortened to the view's width.
+    let caption_px = crate::canvas_text::px();
     ctx.set_fill_style_str(fg);
-    ctx.set_font("13px sans-serif");
-    let _ = ctx.fill_text(&s.caption, 8.0, 16.0);
+    ctx.set_font(&format!("{caption_px}px sans-serif"));
+    let _ = ctx.fill_text_with_max_width(&s.caption, 8.0, 4.0 + caption_px, size - 16.0);
     Ok(drawn)
 }
 
@@ -312,6 +319,7 @@ fn labels(
     ctx: &CanvasRenderingContext2d,
     s: &Scene,
     order: &[(usize, (f64, f64, f64))],
+    text_px: f64,
     scale: f64,
     (fg, muted, bg): (&str, &str, &str),
 ) -> usize {
@@ -324,7 +332,7 @@ fn labels(
     for (i, (x, y, z)) in order.iter().rev() {
         let Some(text) = s.labels.get(*i) else { continue };
         let near = *z >= 0.0;
-        let px = scale * if near { 15.0 } else { 12.0 };
+        let px = text_px * if near { 1.25 } else { 1.0 };
         ctx.set_font(&format!("{}{px}px ui-monospace, monospace", if near { "600 " } else { "" }));
         let w = ctx.measure_text(text).map(|m| m.width()).unwrap_or(px * 0.6 * text.chars().count() as f64);
         let (d, h) = (8.0 * scale, px);

@@ -255,6 +255,7 @@ pub fn SphereView(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
     Effect::new(move |_| {
         let Some(canvas) = canvas_ref.get() else { return };
         renderer_name.track();
+        lab.layout.track();
         let dark = dark.get();
         let result = moment.with(|m| {
             let Some(m) = m else {

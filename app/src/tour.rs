@@ -165,9 +165,10 @@ pub fn focus(panel: &str) {
     place(panel);
 }
 
-/// The card beside its panel when the window has room on either side (fixed there, so it never
-/// covers the panel); else docked across the top with the panel scrolled to start under it; on a
-/// phone a sheet at the bottom, the panel scrolled to the top above it.
+/// The card beside its panel when the window has room on either side, else just above it across
+/// the page, the panel scrolled to sit under it; pinned to the page, so it scrolls with its panel
+/// and never covers it (nor the run controls at the top). On a phone, a sheet at the bottom of the
+/// screen with the panel scrolled to the top above it.
 pub fn place(panel: &str) {
     let Some(win) = web_sys::window() else { return };
     let Some(doc) = win.document() else { return };
@@ -176,7 +177,7 @@ pub fn place(panel: &str) {
     let size = |v: Result<wasm_bindgen::JsValue, _>| v.ok().and_then(|v| v.as_f64()).unwrap_or(0.0);
     let (vw, vh) = (size(win.inner_width()), size(win.inner_height()));
     let style = card.style();
-    let _ = card.class_list().remove_2("beside", "docked-top");
+    let _ = card.class_list().remove_2("beside", "above");
     let _ = style.remove_property("left");
     let _ = style.remove_property("top");
     let opts = web_sys::ScrollIntoViewOptions::new();
@@ -188,6 +189,7 @@ pub fn place(panel: &str) {
     // Only as far as needed: a panel already in view stays where it is (and Start with it).
     opts.set_block(web_sys::ScrollLogicalPosition::Nearest);
     target.scroll_into_view_with_scroll_into_view_options(&opts);
+    let (sx, sy) = (win.scroll_x().unwrap_or(0.0), win.scroll_y().unwrap_or(0.0));
     let (p, c) = (target.get_bounding_client_rect(), card.get_bounding_client_rect());
     let left = if vw - p.right() >= c.width() + 2.0 * GAP {
         Some(p.right() + GAP)
@@ -200,14 +202,16 @@ pub fn place(panel: &str) {
         Some(left) => {
             let top = p.top().min(vh - c.height() - GAP).max(GAP);
             let _ = card.class_list().add_1("beside");
-            let _ = style.set_property("left", &format!("{left}px"));
-            let _ = style.set_property("top", &format!("{top}px"));
+            let _ = style.set_property("left", &format!("{}px", left + sx));
+            let _ = style.set_property("top", &format!("{}px", top + sy));
         }
         None => {
-            // Docked across the top at a fixed height (CSS), so later text cannot grow into the panel.
-            let _ = card.class_list().add_1("docked-top");
-            let bottom = card.get_bounding_client_rect().bottom();
-            win.scroll_by_with_x_and_y(0.0, target.get_bounding_client_rect().top() - bottom - GAP);
+            // Across the page at a fixed height (CSS), so later text cannot grow into the panel.
+            let _ = card.class_list().add_1("above");
+            let height = card.get_bounding_client_rect().height();
+            let top = (p.top() + sy - height - GAP).max(0.0);
+            let _ = style.set_property("top", &format!("{top}px"));
+            win.scroll_to_with_x_and_y(sx, (top - GAP).max(0.0));
         }
     }
 }
