@@ -165,6 +165,19 @@ pub fn focus(panel: &str) {
     place(panel);
 }
 
+/// Places the card again when its panel has moved on the page (a chart above it appeared at the
+/// end of a run, a panel grew): the card follows its panel.
+fn follow(panel: &str) {
+    let Some(win) = web_sys::window() else { return };
+    let Some(doc) = win.document() else { return };
+    let (Some(card), Some(target)) = (doc.get_element_by_id("tour"), doc.get_element_by_id(panel)) else { return };
+    let Some(placed) = card.get_attribute("data-panel-top").and_then(|t| t.parse::<f64>().ok()) else { return };
+    let now = target.get_bounding_client_rect().top() + win.scroll_y().unwrap_or(0.0);
+    if (now - placed).abs() > 2.0 {
+        place(panel);
+    }
+}
+
 /// The card beside its panel when the window has room on either side, else just above it across
 /// the page, the panel scrolled to sit under it; pinned to the page, so it scrolls with its panel
 /// and never covers it (nor the run controls at the top). On a phone, a sheet at the bottom of the
@@ -178,6 +191,7 @@ pub fn place(panel: &str) {
     let (vw, vh) = (size(win.inner_width()), size(win.inner_height()));
     let style = card.style();
     let _ = card.class_list().remove_2("beside", "above");
+    let _ = card.remove_attribute("data-panel-top");
     let _ = style.remove_property("left");
     let _ = style.remove_property("top");
     let opts = web_sys::ScrollIntoViewOptions::new();
@@ -191,6 +205,7 @@ pub fn place(panel: &str) {
     target.scroll_into_view_with_scroll_into_view_options(&opts);
     let (sx, sy) = (win.scroll_x().unwrap_or(0.0), win.scroll_y().unwrap_or(0.0));
     let (p, c) = (target.get_bounding_client_rect(), card.get_bounding_client_rect());
+    let _ = card.set_attribute("data-panel-top", &format!("{:.0}", p.top() + sy));
     let left = if vw - p.right() >= c.width() + 2.0 * GAP {
         Some(p.right() + GAP)
     } else if p.left() >= c.width() + 2.0 * GAP {
@@ -260,6 +275,17 @@ pub fn TourPanel(lab: Lab, step: RwSignal<Option<usize>>) -> impl IntoView {
     };
     let resize = window_event_listener(leptos::ev::resize, move |_| replace());
     on_cleanup(move || resize.remove());
+    let moved = set_interval_with_handle(
+        move || {
+            if let Some(s) = step.get_untracked().and_then(|n| STEPS.get(n)) {
+                follow(s.panel);
+            }
+        },
+        std::time::Duration::from_millis(400),
+    );
+    if let Ok(handle) = moved {
+        on_cleanup(move || handle.clear());
+    }
     view! {
         <Show when=move || current().is_some()>
             <section
