@@ -10,7 +10,7 @@
 //! model writes), `settings_panel` (presets and free
 //! settings), `url_state` (the experiment in the address), `script_api` (`window.spherewalk`),
 //! `tour` (the guided tour), `sphere_view` (the sphere panel; `sphere_draw` draws it, `sphere_gl` the
-//! WebGL2 ball and dots, `token_style` the glyphs and colour-blind-safe colours), `heatmap`, `panels`
+//! WebGL2 ball and dots, `sphere_replay` the moment shown and Play's clock, `token_style` the glyphs and colour-blind-safe colours), `heatmap`, `panels`
 //! and `charts` (the drawings; `canvas_text` the one size their text follows), `export` (downloads:
 //! files and figures as PNG).
 //!
@@ -47,6 +47,7 @@ mod script_api;
 mod settings_panel;
 mod sphere_draw;
 mod sphere_gl;
+mod sphere_replay;
 mod sphere_view;
 mod token_style;
 mod tour;

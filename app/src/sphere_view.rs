@@ -9,20 +9,17 @@ use engine::science::walkers;
 use engine::session::Panels;
 use leptos::html::Canvas;
 use leptos::prelude::*;
-use spherewalk::settings;
 
-use crate::lab::{Lab, TRAIL_LEN};
+use crate::lab::Lab;
 use crate::panels::Explain;
 use crate::sphere_draw::{self, Drawn, Scene};
 use crate::sphere_gl::{self, Renderer};
+use crate::sphere_replay::{self as replay, shown};
 use crate::token_style::{css, glyph, kind_color, viridis, Kind};
 
 /// Picks one overlay of the sphere view from the panels: its depth and its unit 3-vectors.
 type Overlay = fn(&Panels) -> Option<(usize, &[f32])>;
 
-/// Without a pace ("as fast as possible") the whole recorded history plays in this many seconds;
-/// with one, Play replays at the pace, slow start included.
-const PLAY_SECONDS: f64 = 12.0;
 /// The orbit toggle's turn, radians per second.
 const ORBIT_SPEED: f64 = 0.35;
 /// Walkers shown for a selected token, the hops each makes before starting again, and the seconds a hop takes.
@@ -31,35 +28,6 @@ const HOPS: usize = 8;
 const HOP_SECONDS: f64 = 0.9;
 /// The animation's tick (only the view moves: the training numbers never depend on it).
 const TICK_MS: u64 = 40;
-
-/// The cloud at one moment of training: the positions (between two recorded frames: along the
-/// great circles joining them) and the frames before it.
-#[derive(Clone, Debug, PartialEq)]
-struct Shown {
-    step: f64,
-    now: Vec<[f64; 3]>,
-    /// Oldest first, ending with the last recorded frame before `now`.
-    trail: Vec<Vec<[f64; 3]>>,
-}
-
-/// The moment `at` (a training step, fractional while playing; the latest when None) at `depth`.
-fn shown(snap: &Panels, at: Option<f64>, depth: usize) -> Option<Shown> {
-    let last = snap.frames().checked_sub(1)?;
-    let depth = depth.min(snap.layers);
-    let step = at.unwrap_or(snap.steps[last] as f64).clamp(snap.steps[0] as f64, snap.steps[last] as f64);
-    let k = snap.steps.iter().rposition(|&s| s as f64 <= step).unwrap_or(0);
-    let first = (k + 1).saturating_sub(TRAIL_LEN);
-    let mut trail: Vec<_> = (first..=k).map(|f| snap.points(depth, f)).collect();
-    let now = match k < last && step > snap.steps[k] as f64 {
-        true => {
-            let frac = (step - snap.steps[k] as f64) / (snap.steps[k + 1] - snap.steps[k]) as f64;
-            let next = snap.points(depth, k + 1);
-            trail[trail.len() - 1].iter().zip(&next).map(|(&a, &b)| slerp(a, b, frac)).collect()
-        }
-        false => trail.pop()?,
-    };
-    Some(Shown { step, now, trail })
-}
 
 fn step_text(step: f64) -> String {
     format!("step {:.0}", step)
@@ -161,12 +129,7 @@ pub fn SphereView(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                     Some((first, last)) if last > first => {
                         let now = time.get_untracked().unwrap_or(first as f64);
                         let (total, pace) = lab.settings.with_untracked(|s| (s.steps, s.pace()));
-                        let next = match pace {
-                            Some(p) => {
-                                settings::paced_step(settings::paced_ms_at(now, total, p) + 1000.0 * dt, total, p)
-                            }
-                            None => now + (last - first) as f64 / PLAY_SECONDS * dt,
-                        };
+                        let next = replay::next(now, dt, (first, last), total, pace);
                         if next >= last as f64 {
                             time.set(None);
                             playing.set(false);

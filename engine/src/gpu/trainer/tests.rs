@@ -4,7 +4,7 @@
 use super::super::block_on;
 use super::super::testing::*;
 use super::*;
-use crate::config::Activation;
+use crate::config::{Activation, OptimizerConfig};
 use crate::optim::kronecker::Product;
 use crate::optim::second_order::{Method, SecondOrderConfig};
 use crate::Trainer;

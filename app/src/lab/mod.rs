@@ -3,6 +3,14 @@
 //! The worker (`spherewalk::worker`) owns the run; this side sends it commands (start, pause,
 //! step, reset, a new learning rate or backend, save and load) and turns its events into signals the
 //! views draw. Nothing here computes: the numbers arrive finished.
+//!
+//! Here the state and the commands; `events` turns the worker's events into signals, `backend` is
+//! where training runs (the visitor's choice and what the page says about it).
+
+mod backend;
+mod events;
+
+pub use backend::{gpu_copy_note, BackendChoice};
 
 use std::cell::RefCell;
 
@@ -40,81 +48,6 @@ impl Chain {
         let p: Vec<f64> = panels.attention_of(l, h).iter().map(|&x| x as f64).collect();
         (p.len() == t * t).then(|| if k > 1 { engine::science::markov::power(&p, t, k as u32) } else { p })
     }
-}
-
-/// Where training runs: the user's choice.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum BackendChoice {
-    /// WebGPU on a hardware adapter, else the CPU (a software adapter is slower than the CPU path).
-    #[default]
-    Auto,
-    WebGpu,
-    Cpu,
-}
-
-impl BackendChoice {
-    pub const ALL: [BackendChoice; 3] = [BackendChoice::Auto, BackendChoice::WebGpu, BackendChoice::Cpu];
-
-    pub fn id(self) -> &'static str {
-        match self {
-            BackendChoice::Auto => "auto",
-            BackendChoice::WebGpu => "webgpu",
-            BackendChoice::Cpu => "cpu",
-        }
-    }
-
-    pub fn label(self) -> &'static str {
-        match self {
-            BackendChoice::Auto => "auto (WebGPU on a hardware GPU, else CPU)",
-            BackendChoice::WebGpu => "WebGPU",
-            BackendChoice::Cpu => "CPU",
-        }
-    }
-
-    pub fn from_id(id: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|b| b.id() == id)
-    }
-
-    fn engine(self) -> EngineBackend {
-        match self {
-            BackendChoice::Auto => EngineBackend::Auto,
-            BackendChoice::WebGpu => EngineBackend::Gpu,
-            BackendChoice::Cpu => EngineBackend::Cpu,
-        }
-    }
-
-    /// The backend line before a run has picked its backend.
-    fn idle_line(self) -> String {
-        match self {
-            BackendChoice::Auto => {
-                "Backend: auto (WebGPU on a hardware GPU, else CPU; chosen when the run starts)".into()
-            }
-            BackendChoice::WebGpu => "Backend: WebGPU (the adapter is requested when the run starts)".into(),
-            BackendChoice::Cpu => "Backend: CPU".into(),
-        }
-    }
-}
-
-/// The session's backend line ("gpu (adapter)", "cpu (why)") as the page says it, in words a
-/// teacher can read aloud, and the graphics stack's own words when they are not (for "details").
-fn backend_line(line: &str) -> (String, Option<String>) {
-    let (main, extra) = line.split_once(" · ").map_or((line, None), |(m, e)| (m, Some(e)));
-    let (head, rest) = main.split_at(main.find(' ').unwrap_or(main.len()));
-    let head = match head {
-        "gpu" => "WebGPU",
-        "cpu" => "CPU",
-        other => other,
-    };
-    // "no GPU adapter: No suitable graphics adapter found; noop support not compiled in, ...".
-    let (rest, detail) = match rest.find("no GPU adapter") {
-        Some(_) => {
-            let auto = if rest.contains("auto:") { "auto: " } else { "" };
-            (format!(" ({auto}this browser offers no GPU to the page)"), Some(rest.trim().to_string()))
-        }
-        None => (rest.to_string(), None),
-    };
-    let extra = extra.map(|e| format!(" · {e}")).unwrap_or_default();
-    (format!("Backend: {head}{rest}{extra}"), detail)
 }
 
 /// An earlier run's training curve: (label, (step, loss) points).
@@ -379,139 +312,6 @@ impl Lab {
         }
     }
 
-    fn on_event(self, event: Event, bulk: Vec<JsValue>) {
-        match event {
-            Event::Ready { .. } => {
-                let pending = CLIENT.with_borrow_mut(|c| {
-                    c.as_mut().map(|c| {
-                        c.ready = true;
-                        std::mem::take(&mut c.pending)
-                    })
-                });
-                CLIENT.with_borrow(|c| {
-                    if let Some(c) = c {
-                        for (msg, transfer) in pending.unwrap_or_default() {
-                            let _ = c.worker.post_message_with_transfer(&msg, &transfer);
-                        }
-                    }
-                });
-            }
-            Event::Run { config, settings, step, metrics, baselines, prompt } => {
-                self.keep_curve();
-                self.clear();
-                self.baselines.set(Some(baselines));
-                self.writing.prompt.set(prompt);
-                self.saved.set(None);
-                self.total_steps.set(config.steps);
-                self.eval_every.set(config.eval_every);
-                // A resumed or loaded run brings its settings; the page's own run echoes them (and then
-                // the settings, and so the address, stay as they are).
-                if let Some(s) = settings.as_ref().filter(|s| self.settings.with_untracked(|now| now != *s)) {
-                    self.replace_settings(s.clone());
-                }
-                // A resumed run goes at its own pace, not as fast as possible.
-                if let Some(s) = settings.as_ref() {
-                    self.send(Command::SetPace { steps_per_second: s.pace() });
-                }
-                self.run_settings.set(settings.or_else(|| Some(Settings::from_config(&config))));
-                self.run_config.set(Some(*config));
-                self.step.set(step);
-                self.train.set(metrics.train);
-                self.val.set(metrics.val);
-                self.diagnostics.set(metrics.diagnostics);
-            }
-            Event::Adapter { name, software, why } => self.adapter.set(Some(match (name, why) {
-                (Some(name), _) => Ok((name, software)),
-                (None, why) => Err(why.unwrap_or_default()),
-            })),
-            Event::Phase { phase } => {
-                self.phase.set(phase);
-                if phase == Phase::Idle {
-                    // Events of a run reset meanwhile may have arrived first.
-                    self.clear();
-                    self.step.set(0);
-                }
-            }
-            Event::Backend { line, adapter } => {
-                let (line, detail) = backend_line(&line);
-                self.backend_line.set(line);
-                self.backend_detail.set(detail);
-                self.on_gpu.set(adapter);
-            }
-            Event::Progress { step, train, val, diagnostics, diag_text, ms_per_step, steps_per_second, seconds } => {
-                self.step.set(step);
-                if self.race.with_untracked(|r| !r.is_empty()) {
-                    crate::race::own_progress(self, &train, &val, seconds);
-                }
-                if !train.is_empty() {
-                    self.train.update(|t| t.extend(train));
-                }
-                if !val.is_empty() {
-                    self.val.update(|v| v.extend(val));
-                }
-                if !diagnostics.is_empty() {
-                    self.diagnostics.update(|d| d.extend(diagnostics));
-                }
-                if diag_text.is_some() {
-                    self.diag_text.set(diag_text);
-                }
-                self.ms_per_step.set(ms_per_step);
-                self.steps_per_second.set(steps_per_second);
-                if self.phase.get_untracked() == Phase::Running {
-                    self.error.set(None);
-                }
-            }
-            Event::Panels { mut panels } => {
-                panels.sphere = protocol::floats_of(bulk.first());
-                panels.attention = protocol::floats_of(bulk.get(1));
-                self.entropy.set(panels.entropy.iter().map(|e| (e.step, e.layers.clone())).collect());
-                self.panels.set(Some(*panels));
-            }
-            Event::Written { written } => self.writing.history.update(|h| {
-                h.retain(|w| written.iter().all(|n| n.step != w.step));
-                h.extend(written);
-            }),
-            Event::Samples { id, result } => crate::writing::on_samples(self, id, result),
-            Event::NonFinite { message, kept, metrics } => {
-                self.writing.history.update(|h| h.retain(|w| w.step <= kept));
-                self.step.set(kept);
-                self.train.set(metrics.train);
-                self.val.set(metrics.val);
-                self.diagnostics.set(metrics.diagnostics);
-                self.error.set(Some(message));
-            }
-            Event::Notice { text } => self.notice.set(Some(text)),
-            Event::Error { text } => self.error.set(Some(text)),
-            Event::Saved { step } => {
-                self.saved_step.set(Some(step));
-                self.save_failed.set(None);
-            }
-            Event::NotSaved { why } => self.save_failed.set(Some(why)),
-            Event::SavedRun { step, total, what } => {
-                if self.run_settings.with_untracked(Option::is_none) {
-                    self.saved.set(Some((step, total, what)));
-                }
-            }
-            Event::ModelFile { config_json } => {
-                let r = match self.download.get_untracked() {
-                    Some(Download::Config) => crate::export::download("config.json", &config_json, "application/json"),
-                    _ => crate::export::download_bytes(
-                        engine::checkpoint::PAGE_MODEL_FILE,
-                        &protocol::bytes_of(bulk.first()),
-                        "application/octet-stream",
-                    ),
-                };
-                self.download.set(None);
-                self.model_msg.set(r.err().map(Err));
-            }
-            Event::Upload { result } => self.model_msg.set(Some(result)),
-            Event::Summary { summary } => self.summary.set(Some(summary.to_string())),
-            // Only scripts' own bench workers answer a bench, and only a training worker's second
-            // worker sends shards (to that worker): the page's worker sends neither.
-            Event::Bench { .. } | Event::Shards { .. } => {}
-        }
-    }
-
     /// The Start / Pause / Resume / Restart button (and the space key).
     pub fn toggle(self) {
         match self.phase.get_untracked() {
@@ -706,34 +506,6 @@ impl Lab {
         }
     }
 
-    /// The user picked a backend: a run in progress moves there, from its exact state.
-    pub fn set_backend(self, choice: BackendChoice) {
-        if self.backend.get_untracked() == choice {
-            return;
-        }
-        self.backend.set(choice);
-        if self.run_config.with_untracked(Option::is_none) {
-            self.backend_line.set(choice.idle_line());
-            self.backend_detail.set(None);
-        }
-        self.send(Command::SetBackend { choice: choice.engine() });
-    }
-
-    /// Before a run: what choosing WebGPU means on this browser's adapter, when it is slow or absent.
-    pub fn backend_warning(self) -> Option<String> {
-        if self.backend.get() != BackendChoice::WebGpu {
-            return None;
-        }
-        match self.adapter.get()? {
-            Ok((name, true)) => Some(format!(
-                "WebGPU here runs on {name}, a software adapter: a step takes seconds, far slower than the CPU \
-                 path. For a class, pick auto or CPU."
-            )),
-            Ok((_, false)) => None,
-            Err(why) => Some(format!("This browser offers no WebGPU adapter ({why}): the run will use the CPU.")),
-        }
-    }
-
     /// The run as one JSON document: settings, the engine's config, metrics.
     pub fn run_json(self) -> String {
         let settings = self.run_settings.get_untracked().unwrap_or_else(|| self.settings.get_untracked());
@@ -752,14 +524,6 @@ impl Lab {
             },
         });
         serde_json::to_string_pretty(&doc).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
-    }
-
-    /// What the export records: "webgpu (adapter)" or "cpu".
-    pub fn backend_in_use(self) -> String {
-        match self.on_gpu.get_untracked() {
-            Some(adapter) => format!("webgpu ({adapter})"),
-            None => "cpu".into(),
-        }
     }
 
     pub fn resume_saved(self) {
@@ -786,16 +550,5 @@ impl Lab {
         let names = files.iter().map(|f| f.0.clone()).collect();
         let bulk = files.iter().map(|f| protocol::bytes(&f.1)).collect();
         self.send_with(Command::LoadModel { names }, bulk);
-    }
-}
-
-/// The line under a panel drawn from a probe read back from the GPU.
-pub fn gpu_copy_note(lab: Lab) -> impl IntoView {
-    view! {
-        <Show when=move || lab.on_gpu.with(Option::is_some)>
-            <p class="note gpu-copy-note">
-                "Drawn from the weights read back from WebGPU at each probe step."
-            </p>
-        </Show>
     }
 }

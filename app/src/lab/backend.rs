@@ -1,0 +1,128 @@
+//! Where training runs: the visitor's choice (auto, WebGPU, CPU), the line that says what runs the
+//! step, and the warning before a slow or absent WebGPU.
+
+use super::*;
+
+/// Where training runs: the user's choice.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum BackendChoice {
+    /// WebGPU on a hardware adapter, else the CPU (a software adapter is slower than the CPU path).
+    #[default]
+    Auto,
+    WebGpu,
+    Cpu,
+}
+
+impl BackendChoice {
+    pub const ALL: [BackendChoice; 3] = [BackendChoice::Auto, BackendChoice::WebGpu, BackendChoice::Cpu];
+
+    pub fn id(self) -> &'static str {
+        match self {
+            BackendChoice::Auto => "auto",
+            BackendChoice::WebGpu => "webgpu",
+            BackendChoice::Cpu => "cpu",
+        }
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            BackendChoice::Auto => "auto (WebGPU on a hardware GPU, else CPU)",
+            BackendChoice::WebGpu => "WebGPU",
+            BackendChoice::Cpu => "CPU",
+        }
+    }
+
+    pub fn from_id(id: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|b| b.id() == id)
+    }
+
+    pub(super) fn engine(self) -> EngineBackend {
+        match self {
+            BackendChoice::Auto => EngineBackend::Auto,
+            BackendChoice::WebGpu => EngineBackend::Gpu,
+            BackendChoice::Cpu => EngineBackend::Cpu,
+        }
+    }
+
+    /// The backend line before a run has picked its backend.
+    pub(super) fn idle_line(self) -> String {
+        match self {
+            BackendChoice::Auto => {
+                "Backend: auto (WebGPU on a hardware GPU, else CPU; chosen when the run starts)".into()
+            }
+            BackendChoice::WebGpu => "Backend: WebGPU (the adapter is requested when the run starts)".into(),
+            BackendChoice::Cpu => "Backend: CPU".into(),
+        }
+    }
+}
+
+/// The session's backend line ("gpu (adapter)", "cpu (why)") as the page says it, in words a
+/// teacher can read aloud, and the graphics stack's own words when they are not (for "details").
+pub(super) fn backend_line(line: &str) -> (String, Option<String>) {
+    let (main, extra) = line.split_once(" · ").map_or((line, None), |(m, e)| (m, Some(e)));
+    let (head, rest) = main.split_at(main.find(' ').unwrap_or(main.len()));
+    let head = match head {
+        "gpu" => "WebGPU",
+        "cpu" => "CPU",
+        other => other,
+    };
+    // "no GPU adapter: No suitable graphics adapter found; noop support not compiled in, ...".
+    let (rest, detail) = match rest.find("no GPU adapter") {
+        Some(_) => {
+            let auto = if rest.contains("auto:") { "auto: " } else { "" };
+            (format!(" ({auto}this browser offers no GPU to the page)"), Some(rest.trim().to_string()))
+        }
+        None => (rest.to_string(), None),
+    };
+    let extra = extra.map(|e| format!(" · {e}")).unwrap_or_default();
+    (format!("Backend: {head}{rest}{extra}"), detail)
+}
+
+impl Lab {
+    /// The user picked a backend: a run in progress moves there, from its exact state.
+    pub fn set_backend(self, choice: BackendChoice) {
+        if self.backend.get_untracked() == choice {
+            return;
+        }
+        self.backend.set(choice);
+        if self.run_config.with_untracked(Option::is_none) {
+            self.backend_line.set(choice.idle_line());
+            self.backend_detail.set(None);
+        }
+        self.send(Command::SetBackend { choice: choice.engine() });
+    }
+
+    /// Before a run: what choosing WebGPU means on this browser's adapter, when it is slow or absent.
+    pub fn backend_warning(self) -> Option<String> {
+        if self.backend.get() != BackendChoice::WebGpu {
+            return None;
+        }
+        match self.adapter.get()? {
+            Ok((name, true)) => Some(format!(
+                "WebGPU here runs on {name}, a software adapter: a step takes seconds, far slower than the CPU \
+                 path. For a class, pick auto or CPU."
+            )),
+            Ok((_, false)) => None,
+            Err(why) => Some(format!("This browser offers no WebGPU adapter ({why}): the run will use the CPU.")),
+        }
+    }
+
+    /// What the export records: "webgpu (adapter)" or "cpu".
+    pub fn backend_in_use(self) -> String {
+        match self.on_gpu.get_untracked() {
+            Some(adapter) => format!("webgpu ({adapter})"),
+            None => "cpu".into(),
+        }
+    }
+}
+
+/// The line under a panel drawn from a probe read back from the GPU.
+pub fn gpu_copy_note(lab: Lab) -> impl IntoView {
+    view! {
+        <Show when=move || lab.on_gpu.with(Option::is_some)>
+            <p class="note gpu-copy-note">
+                "Drawn from the weights read back from WebGPU at each probe step."
+            </p>
+        </Show>
+    }
+}

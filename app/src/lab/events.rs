@@ -1,0 +1,139 @@
+//! The worker's events, turned into the page's signals.
+
+use super::backend::backend_line;
+use super::*;
+
+impl Lab {
+    pub(super) fn on_event(self, event: Event, bulk: Vec<JsValue>) {
+        match event {
+            Event::Ready { .. } => {
+                let pending = CLIENT.with_borrow_mut(|c| {
+                    c.as_mut().map(|c| {
+                        c.ready = true;
+                        std::mem::take(&mut c.pending)
+                    })
+                });
+                CLIENT.with_borrow(|c| {
+                    if let Some(c) = c {
+                        for (msg, transfer) in pending.unwrap_or_default() {
+                            let _ = c.worker.post_message_with_transfer(&msg, &transfer);
+                        }
+                    }
+                });
+            }
+            Event::Run { config, settings, step, metrics, baselines, prompt } => {
+                self.keep_curve();
+                self.clear();
+                self.baselines.set(Some(baselines));
+                self.writing.prompt.set(prompt);
+                self.saved.set(None);
+                self.total_steps.set(config.steps);
+                self.eval_every.set(config.eval_every);
+                // A resumed or loaded run brings its settings; the page's own run echoes them (and then
+                // the settings, and so the address, stay as they are).
+                if let Some(s) = settings.as_ref().filter(|s| self.settings.with_untracked(|now| now != *s)) {
+                    self.replace_settings(s.clone());
+                }
+                // A resumed run goes at its own pace, not as fast as possible.
+                if let Some(s) = settings.as_ref() {
+                    self.send(Command::SetPace { steps_per_second: s.pace() });
+                }
+                self.run_settings.set(settings.or_else(|| Some(Settings::from_config(&config))));
+                self.run_config.set(Some(*config));
+                self.step.set(step);
+                self.train.set(metrics.train);
+                self.val.set(metrics.val);
+                self.diagnostics.set(metrics.diagnostics);
+            }
+            Event::Adapter { name, software, why } => self.adapter.set(Some(match (name, why) {
+                (Some(name), _) => Ok((name, software)),
+                (None, why) => Err(why.unwrap_or_default()),
+            })),
+            Event::Phase { phase } => {
+                self.phase.set(phase);
+                if phase == Phase::Idle {
+                    // Events of a run reset meanwhile may have arrived first.
+                    self.clear();
+                    self.step.set(0);
+                }
+            }
+            Event::Backend { line, adapter } => {
+                let (line, detail) = backend_line(&line);
+                self.backend_line.set(line);
+                self.backend_detail.set(detail);
+                self.on_gpu.set(adapter);
+            }
+            Event::Progress { step, train, val, diagnostics, diag_text, ms_per_step, steps_per_second, seconds } => {
+                self.step.set(step);
+                if self.race.with_untracked(|r| !r.is_empty()) {
+                    crate::race::own_progress(self, &train, &val, seconds);
+                }
+                if !train.is_empty() {
+                    self.train.update(|t| t.extend(train));
+                }
+                if !val.is_empty() {
+                    self.val.update(|v| v.extend(val));
+                }
+                if !diagnostics.is_empty() {
+                    self.diagnostics.update(|d| d.extend(diagnostics));
+                }
+                if diag_text.is_some() {
+                    self.diag_text.set(diag_text);
+                }
+                self.ms_per_step.set(ms_per_step);
+                self.steps_per_second.set(steps_per_second);
+                if self.phase.get_untracked() == Phase::Running {
+                    self.error.set(None);
+                }
+            }
+            Event::Panels { mut panels } => {
+                panels.sphere = protocol::floats_of(bulk.first());
+                panels.attention = protocol::floats_of(bulk.get(1));
+                self.entropy.set(panels.entropy.iter().map(|e| (e.step, e.layers.clone())).collect());
+                self.panels.set(Some(*panels));
+            }
+            Event::Written { written } => self.writing.history.update(|h| {
+                h.retain(|w| written.iter().all(|n| n.step != w.step));
+                h.extend(written);
+            }),
+            Event::Samples { id, result } => crate::writing::on_samples(self, id, result),
+            Event::NonFinite { message, kept, metrics } => {
+                self.writing.history.update(|h| h.retain(|w| w.step <= kept));
+                self.step.set(kept);
+                self.train.set(metrics.train);
+                self.val.set(metrics.val);
+                self.diagnostics.set(metrics.diagnostics);
+                self.error.set(Some(message));
+            }
+            Event::Notice { text } => self.notice.set(Some(text)),
+            Event::Error { text } => self.error.set(Some(text)),
+            Event::Saved { step } => {
+                self.saved_step.set(Some(step));
+                self.save_failed.set(None);
+            }
+            Event::NotSaved { why } => self.save_failed.set(Some(why)),
+            Event::SavedRun { step, total, what } => {
+                if self.run_settings.with_untracked(Option::is_none) {
+                    self.saved.set(Some((step, total, what)));
+                }
+            }
+            Event::ModelFile { config_json } => {
+                let r = match self.download.get_untracked() {
+                    Some(Download::Config) => crate::export::download("config.json", &config_json, "application/json"),
+                    _ => crate::export::download_bytes(
+                        engine::checkpoint::PAGE_MODEL_FILE,
+                        &protocol::bytes_of(bulk.first()),
+                        "application/octet-stream",
+                    ),
+                };
+                self.download.set(None);
+                self.model_msg.set(r.err().map(Err));
+            }
+            Event::Upload { result } => self.model_msg.set(Some(result)),
+            Event::Summary { summary } => self.summary.set(Some(summary.to_string())),
+            // Only scripts' own bench workers answer a bench, and only a training worker's second
+            // worker sends shards (to that worker): the page's worker sends neither.
+            Event::Bench { .. } | Event::Shards { .. } => {}
+        }
+    }
+}
