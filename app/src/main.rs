@@ -42,7 +42,6 @@ mod heatmap;
 mod lab;
 mod lead;
 mod panels;
-mod race;
 mod script_api;
 mod settings_panel;
 mod sphere_draw;

@@ -227,7 +227,7 @@ pub fn LossPanel(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                     data-steps=move || lab.race.with(|r| r.iter().map(|e| e.train.len().to_string()).collect::<Vec<_>>().join(","))
                     data-val-points=move || lab.race.with(|r| r.iter().map(|e| e.val.len().to_string()).collect::<Vec<_>>().join(","))
                 ></canvas>
-                {verdict_line("race-verdict".into(), move || crate::race::verdict(lab))}
+                {verdict_line("race-verdict".into(), move || crate::lab::race::verdict(lab))}
                 <table id="race-stats" class="race-stats">
                     <thead>
                         <tr>

@@ -116,7 +116,7 @@ fn opener(claim: Claim, diffusion: Option<&Verdict>) -> &'static str {
 /// The step's verdict on the run now shown.
 fn verdict(lab: Lab, claim: Claim) -> Option<Verdict> {
     match claim {
-        Claim::Race => crate::race::verdict(lab),
+        Claim::Race => crate::lab::race::verdict(lab),
         _ => lab.panels.with(|p| {
             let v = &p.as_ref()?.verdicts;
             match claim {

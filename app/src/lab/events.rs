@@ -66,7 +66,7 @@ impl Lab {
             Event::Progress { step, train, val, diagnostics, diag_text, ms_per_step, steps_per_second, seconds } => {
                 self.step.set(step);
                 if self.race.with_untracked(|r| !r.is_empty()) {
-                    crate::race::own_progress(self, &train, &val, seconds);
+                    crate::lab::race::own_progress(self, &train, &val, seconds);
                 }
                 if !train.is_empty() {
                     self.train.update(|t| t.extend(train));

@@ -5,10 +5,12 @@
 //! views draw. Nothing here computes: the numbers arrive finished.
 //!
 //! Here the state and the commands; `events` turns the worker's events into signals, `backend` is
-//! where training runs (the visitor's choice and what the page says about it).
+//! where training runs (the visitor's choice and what the page says about it), `race` the rivals'
+//! workers of a race, which every command reaches too.
 
 mod backend;
 mod events;
+pub mod race;
 
 pub use backend::{gpu_copy_note, BackendChoice};
 
@@ -133,7 +135,7 @@ pub struct Lab {
     pub download: RwSignal<Option<Download>>,
     pub model_msg: RwSignal<Option<Result<String, String>>>,
     /// The entrants of a race in progress (empty: no race); entrant 0 is this page's own run.
-    pub race: RwSignal<Vec<crate::race::Entrant>>,
+    pub race: RwSignal<Vec<crate::lab::race::Entrant>>,
     /// Bumped whenever the page replaces the run: events of older runs are dropped.
     pub epoch: RwSignal<u64>,
     /// The link's values that could not be used: (field, value as linked, why); the form marks them.
@@ -318,7 +320,7 @@ impl Lab {
             Phase::Idle | Phase::Done | Phase::Failed => self.create_then(true, false),
             Phase::Running => {
                 self.send(Command::Pause);
-                crate::race::send(Command::Pause);
+                crate::lab::race::send(Command::Pause);
             }
             Phase::Paused => {
                 if self.only_lr_changed() {
@@ -329,7 +331,7 @@ impl Lab {
                 // At once, so a second press pauses; the worker's own phase follows.
                 self.phase.set(Phase::Running);
                 self.send(Command::Run);
-                crate::race::send(Command::Run);
+                crate::lab::race::send(Command::Run);
             }
         }
     }
@@ -353,7 +355,7 @@ impl Lab {
         self.settings.update(|s| s.steps_per_second = steps_per_second);
         let pace = self.settings.with_untracked(Settings::pace);
         self.send(Command::SetPace { steps_per_second: pace });
-        crate::race::send(Command::SetPace { steps_per_second: pace });
+        crate::lab::race::send(Command::SetPace { steps_per_second: pace });
     }
 
     /// One optimizer step, starting a run first when there is none.
@@ -367,7 +369,7 @@ impl Lab {
                     self.run_settings.set(Some(self.settings.get_untracked()));
                 }
                 self.send(Command::Step { lr });
-                crate::race::send(Command::Step { lr: None });
+                crate::lab::race::send(Command::Step { lr: None });
             }
         }
     }
@@ -383,7 +385,7 @@ impl Lab {
     pub fn reset(self) {
         self.keep_curve();
         self.clear();
-        crate::race::stop(self);
+        crate::lab::race::stop(self);
         self.race.set(Vec::new());
         self.phase.set(Phase::Idle);
         self.send(Command::Reset);
@@ -470,7 +472,7 @@ impl Lab {
         self.create(run);
         if step {
             self.send(Command::Step { lr: None });
-            crate::race::send(Command::Step { lr: None });
+            crate::lab::race::send(Command::Step { lr: None });
         }
     }
 
@@ -483,15 +485,15 @@ impl Lab {
                 self.phase.set(if run { Phase::Running } else { Phase::Paused });
                 let racing = self.settings.with_untracked(|s| s.preset == "race");
                 if racing {
-                    crate::race::start(self, &experiment, run);
+                    crate::lab::race::start(self, &experiment, run);
                 } else {
-                    crate::race::stop(self);
+                    crate::lab::race::stop(self);
                     self.race.set(Vec::new());
                 }
                 let settings = self.settings.get_untracked();
                 let pace = settings.pace();
                 self.send(Command::SetPace { steps_per_second: pace });
-                crate::race::send(Command::SetPace { steps_per_second: pace });
+                crate::lab::race::send(Command::SetPace { steps_per_second: pace });
                 self.send(Command::Create {
                     experiment: Box::new(experiment),
                     settings: Some(settings),

@@ -12,7 +12,7 @@ use spherewalk::protocol::{self, Command, Event, Phase};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
-use crate::lab::{Lab, WORKER_URL};
+use super::{Lab, WORKER_URL};
 
 /// The rivals of the race preset's own optimizer.
 pub const RIVALS: [&str; 1] = ["adam"];
