@@ -6,8 +6,8 @@
 //! second-order optimizers' diagnostics. The page is a view: the worker (`spherewalk::worker`, the
 //! engine's session) computes every number.
 //!
-//! Modules: `lab` (the state and the link to the worker), `writing` and `writing_panel` (what the
-//! model writes), `settings_panel` (presets and free
+//! Modules: `lab` (the state and the link to the worker; `lab::race` a race's rivals, `lab::writing`
+//! what the model writes), `writing_panel` (its panel), `settings_panel` (presets and free
 //! settings), `url_state` (the experiment in the address), `script_api` (`window.spherewalk`),
 //! `tour` (the guided tour), `sphere_view` (the sphere panel; `sphere_draw` draws it, `sphere_gl` the
 //! WebGL2 ball and dots, `sphere_replay` the moment shown and Play's clock, `token_style` the glyphs and colour-blind-safe colours), `heatmap`, `panels`
@@ -51,7 +51,6 @@ mod sphere_view;
 mod token_style;
 mod tour;
 mod url_state;
-mod writing;
 mod writing_panel;
 
 use leptos::prelude::*;

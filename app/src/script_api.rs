@@ -164,7 +164,7 @@ fn sample(lab: Lab, spec: JsValue) -> Promise {
         Ok(s) => s,
         Err(e) => return Promise::reject(&e),
     };
-    Promise::new(&mut |resolve, reject| crate::writing::script_sample(lab, spec.clone(), resolve, reject))
+    Promise::new(&mut |resolve, reject| crate::lab::writing::script_sample(lab, spec.clone(), resolve, reject))
 }
 
 pub fn install(lab: Lab) {

@@ -5,9 +5,9 @@
 use engine::sample::{Prediction, Sample, Step};
 use leptos::prelude::*;
 
+use crate::lab::writing::{self, MORE_TOKENS};
 use crate::lab::Lab;
 use crate::panels::Explain;
-use crate::writing::{self, MORE_TOKENS};
 
 /// How a character is shown: a newline as a visible mark and a break, a space as itself.
 fn shown(text: &str) -> String {

@@ -379,13 +379,8 @@ impl TrainConfig {
         }
     }
 
-    /// Checks every field and that the run fits the default memory budget.
-    pub fn validate(&self) -> Result<()> {
-        self.validate_within(crate::memory::DEFAULT_BUDGET, 0)
-    }
-
-    /// As `validate`, with the memory needed (plus `probe_bytes` of probe history) within `budget`.
-    pub fn validate_within(&self, budget: u64, probe_bytes: u64) -> Result<()> {
+    /// Checks every field; `validate` (in `memory`) checks that the run fits its budget too.
+    pub fn validate_fields(&self) -> Result<()> {
         if self.batch == 0 {
             return Err(Error::Config("batch must be positive, got 0".into()));
         }
@@ -438,8 +433,7 @@ impl TrainConfig {
         if let Some(so) = self.optimizer.second_order() {
             so.validate()?;
         }
-        self.model.validate()?;
-        crate::memory::check(self, probe_bytes, budget).map(|_| ())
+        self.model.validate()
     }
 }
 

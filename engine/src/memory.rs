@@ -9,6 +9,20 @@ use crate::config::{ModelConfig, OptimizerConfig, TrainConfig};
 use crate::error::{Error, Result};
 use crate::train::shards::SHARDS;
 
+impl TrainConfig {
+    /// Checks every field and that the run fits the default memory budget.
+    pub fn validate(&self) -> Result<()> {
+        self.validate_within(DEFAULT_BUDGET, 0)
+    }
+
+    /// As `validate`, with the memory needed (plus `probe_bytes` of probe history) within `budget`.
+    /// Here rather than in `config`, so that what a run is does not depend on what it costs.
+    pub fn validate_within(&self, budget: u64, probe_bytes: u64) -> Result<()> {
+        self.validate_fields()?;
+        check(self, probe_bytes, budget).map(|_| ())
+    }
+}
+
 /// The default budget: what a browser tab can give a worker in wasm32, and a generous share of a
 /// workstation natively (`lab train --memory-limit` changes it).
 #[cfg(target_arch = "wasm32")]

@@ -66,7 +66,7 @@ impl Lab {
             Event::Progress { step, train, val, diagnostics, diag_text, ms_per_step, steps_per_second, seconds } => {
                 self.step.set(step);
                 if self.race.with_untracked(|r| !r.is_empty()) {
-                    crate::lab::race::own_progress(self, &train, &val, seconds);
+                    super::race::own_progress(self, &train, &val, seconds);
                 }
                 if !train.is_empty() {
                     self.train.update(|t| t.extend(train));
@@ -96,7 +96,7 @@ impl Lab {
                 h.retain(|w| written.iter().all(|n| n.step != w.step));
                 h.extend(written);
             }),
-            Event::Samples { id, result } => crate::writing::on_samples(self, id, result),
+            Event::Samples { id, result } => super::writing::on_samples(self, id, result),
             Event::NonFinite { message, kept, metrics } => {
                 self.writing.history.update(|h| h.retain(|w| w.step <= kept));
                 self.step.set(kept);

@@ -6,11 +6,13 @@
 //!
 //! Here the state and the commands; `events` turns the worker's events into signals, `backend` is
 //! where training runs (the visitor's choice and what the page says about it), `race` the rivals'
-//! workers of a race, which every command reaches too.
+//! workers of a race, which every command reaches too, `writing` what the model writes (the
+//! samples kept, the writing controls, "Write more").
 
 mod backend;
 mod events;
 pub mod race;
+pub mod writing;
 
 pub use backend::{gpu_copy_note, BackendChoice};
 
@@ -135,7 +137,7 @@ pub struct Lab {
     pub download: RwSignal<Option<Download>>,
     pub model_msg: RwSignal<Option<Result<String, String>>>,
     /// The entrants of a race in progress (empty: no race); entrant 0 is this page's own run.
-    pub race: RwSignal<Vec<crate::lab::race::Entrant>>,
+    pub race: RwSignal<Vec<race::Entrant>>,
     /// Bumped whenever the page replaces the run: events of older runs are dropped.
     pub epoch: RwSignal<u64>,
     /// The link's values that could not be used: (field, value as linked, why); the form marks them.
@@ -151,7 +153,7 @@ pub struct Lab {
     /// The run's count baselines (unigram, bigram), drawn on the loss chart with ln V.
     pub baselines: RwSignal<Option<BaselineLoss>>,
     /// What the model writes (`writing`).
-    pub writing: crate::writing::WritingState,
+    pub writing: writing::WritingState,
     /// The built-in English text, once fetched from the page's own server (`data/austen.txt`).
     pub corpus: RwSignal<Option<Result<String, String>>>,
 }
@@ -200,7 +202,7 @@ impl Lab {
             layout: RwSignal::new(0),
             adapter: RwSignal::new(None),
             baselines: RwSignal::new(None),
-            writing: crate::writing::WritingState::new(),
+            writing: writing::WritingState::new(),
             corpus: RwSignal::new(None),
         };
         lab.spawn_worker();
@@ -320,7 +322,7 @@ impl Lab {
             Phase::Idle | Phase::Done | Phase::Failed => self.create_then(true, false),
             Phase::Running => {
                 self.send(Command::Pause);
-                crate::lab::race::send(Command::Pause);
+                race::send(Command::Pause);
             }
             Phase::Paused => {
                 if self.only_lr_changed() {
@@ -331,7 +333,7 @@ impl Lab {
                 // At once, so a second press pauses; the worker's own phase follows.
                 self.phase.set(Phase::Running);
                 self.send(Command::Run);
-                crate::lab::race::send(Command::Run);
+                race::send(Command::Run);
             }
         }
     }
@@ -355,7 +357,7 @@ impl Lab {
         self.settings.update(|s| s.steps_per_second = steps_per_second);
         let pace = self.settings.with_untracked(Settings::pace);
         self.send(Command::SetPace { steps_per_second: pace });
-        crate::lab::race::send(Command::SetPace { steps_per_second: pace });
+        race::send(Command::SetPace { steps_per_second: pace });
     }
 
     /// One optimizer step, starting a run first when there is none.
@@ -369,7 +371,7 @@ impl Lab {
                     self.run_settings.set(Some(self.settings.get_untracked()));
                 }
                 self.send(Command::Step { lr });
-                crate::lab::race::send(Command::Step { lr: None });
+                race::send(Command::Step { lr: None });
             }
         }
     }
@@ -385,7 +387,7 @@ impl Lab {
     pub fn reset(self) {
         self.keep_curve();
         self.clear();
-        crate::lab::race::stop(self);
+        race::stop(self);
         self.race.set(Vec::new());
         self.phase.set(Phase::Idle);
         self.send(Command::Reset);
@@ -472,7 +474,7 @@ impl Lab {
         self.create(run);
         if step {
             self.send(Command::Step { lr: None });
-            crate::lab::race::send(Command::Step { lr: None });
+            race::send(Command::Step { lr: None });
         }
     }
 
@@ -485,15 +487,15 @@ impl Lab {
                 self.phase.set(if run { Phase::Running } else { Phase::Paused });
                 let racing = self.settings.with_untracked(|s| s.preset == "race");
                 if racing {
-                    crate::lab::race::start(self, &experiment, run);
+                    race::start(self, &experiment, run);
                 } else {
-                    crate::lab::race::stop(self);
+                    race::stop(self);
                     self.race.set(Vec::new());
                 }
                 let settings = self.settings.get_untracked();
                 let pace = settings.pace();
                 self.send(Command::SetPace { steps_per_second: pace });
-                crate::lab::race::send(Command::SetPace { steps_per_second: pace });
+                race::send(Command::SetPace { steps_per_second: pace });
                 self.send(Command::Create {
                     experiment: Box::new(experiment),
                     settings: Some(settings),

@@ -13,6 +13,7 @@
 
 pub mod bench;
 pub mod experiment;
+pub mod measures;
 pub mod overfitting;
 pub mod panels;
 pub mod runner;

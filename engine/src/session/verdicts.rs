@@ -10,7 +10,7 @@ use crate::science::joma::{self, CurveShape};
 use crate::science::markov::{self, Validity};
 use crate::science::probe::Probe;
 use crate::science::sphere;
-use crate::session::panels::{Brownian, EntropyPoint, Flow};
+use crate::session::measures::{Brownian, EntropyPoint, Flow};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -11,7 +11,7 @@ use leptos::prelude::*;
 use spherewalk::protocol::{self, Command};
 use wasm_bindgen::JsValue;
 
-use crate::lab::Lab;
+use super::Lab;
 
 /// Tokens "Write more" asks for.
 pub const MORE_TOKENS: usize = 200;
