@@ -23,6 +23,8 @@
 //! - `gpu` (feature `gpu`): the same step in WGSL kernels through wgpu, checked against the CPU.
 //! - `sample`: what the model writes: temperature, top-k and top-p from a seeded stream, through
 //!   the key/value cache, and its next-token predictions for a text.
+//! - `pretrained`: real transformers: the GPT-2 family from Hugging Face's files and GPT-2's
+//!   tokenizer, run by the same forward pass, and a text seen through every lens (`inspect`).
 //! - `science`: tokens on the sphere, attention as a Markov chain, Brownian, particle and JoMA
 //!   references.
 //! - `gradcheck` and `bench`: how we know it is right and how fast it is.
@@ -38,6 +40,7 @@ pub mod memory;
 pub mod model;
 pub mod nn;
 pub mod optim;
+pub mod pretrained;
 pub mod rng;
 pub mod sample;
 pub mod scalar;

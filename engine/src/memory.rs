@@ -134,6 +134,63 @@ fn optimizer_floats(cfg: &TrainConfig, params: u64) -> Result<u64> {
     })
 }
 
+/// Bytes of a loaded model's weights: its head is its token embedding (`Layout::tied`).
+pub fn tied_weight_bytes(m: &ModelConfig) -> Result<u64> {
+    let head = mul(&[m.vocab as u64, m.d_model as u64])?;
+    mul(&[4, param_count(m)?.checked_sub(head).ok_or_else(overflow)?])
+}
+
+/// Bytes one forward pass over `t` positions keeps when a text is read (`Model::read`): per block
+/// 9 (T, C) rows, 2 rstd, fc before and after the activation and the attention matrices; the
+/// residual stream, the final LayerNorm, the token ids, and the probabilities and logits (T, V).
+pub fn read_bytes(m: &ModelConfig, t: usize) -> Result<u64> {
+    let (v, c, f, l, nh, t) =
+        (m.vocab as u64, m.d_model as u64, m.d_ff as u64, m.layers as u64, m.heads as u64, t as u64);
+    let per_block = sum(&[mul(&[9, t, c])?, mul(&[2, t])?, mul(&[2, t, f])?, mul(&[nh, t, t])?])?;
+    let floats = sum(&[mul(&[l, per_block])?, mul(&[l + 3, t, c])?, mul(&[3, t])?, mul(&[2, t, v])?])?;
+    mul(&[4, floats])
+}
+
+/// Refuses to open a model whose weights, with the file they are read from (held meanwhile), are
+/// over `budget`.
+pub fn check_open(m: &ModelConfig, file_bytes: u64, budget: u64) -> Result<u64> {
+    let weights = tied_weight_bytes(m)?;
+    let total = sum(&[weights, file_bytes])?;
+    if total > budget {
+        return Err(Error::Config(format!(
+            "opening this model needs about {} (weights {}, and the file {} while it is read), over the memory limit \
+             of {}: open a smaller model{}",
+            human(total),
+            human(weights),
+            human(file_bytes),
+            human(budget),
+            if cfg!(target_arch = "wasm32") {
+                ", or run it with `lab inspect`"
+            } else {
+                " or raise --memory-limit-mib"
+            }
+        )));
+    }
+    Ok(total)
+}
+
+/// Refuses to read `t` positions when the weights and the pass's cache are over `budget`.
+pub fn check_read(m: &ModelConfig, t: usize, budget: u64) -> Result<u64> {
+    let (weights, pass) = (tied_weight_bytes(m)?, read_bytes(m, t)?);
+    let total = sum(&[weights, pass])?;
+    if total > budget {
+        return Err(Error::Config(format!(
+            "reading {t} tokens needs about {} (weights {}, the pass over the text {}), over the memory limit of {}: \
+             shorten the text",
+            human(total),
+            human(weights),
+            human(pass),
+            human(budget)
+        )));
+    }
+    Ok(total)
+}
+
 /// The estimate for `cfg` with a probe history of `probe_bytes`.
 pub fn estimate(cfg: &TrainConfig, probe_bytes: u64) -> Result<Estimate> {
     let p = param_count(&cfg.model)?;
@@ -231,6 +288,21 @@ mod tests {
             let model = Model::<f32>::new(m.clone()).unwrap();
             assert_eq!(param_count(&m).unwrap(), model.num_params() as u64);
         }
+    }
+
+    #[test]
+    fn reading_a_text_counts_what_the_pass_allocates() {
+        let m =
+            ModelConfig { d_model: 16, heads: 2, layers: 3, d_ff: 40, context: 9, vocab: 13, ..ModelConfig::default() };
+        for t in [1, 5, 9] {
+            let logits = t * m.vocab;
+            assert_eq!(read_bytes(&m, t).unwrap(), 4 * (Cache::<f32>::window(&m, 1, t).floats() + logits) as u64);
+        }
+        let tied = crate::model::params::Layout::tied(&m).total;
+        assert_eq!(tied_weight_bytes(&m).unwrap(), 4 * tied as u64);
+        let err = check_read(&m, 9, 1000).unwrap_err().to_string();
+        assert!(err.contains("reading 9 tokens needs about") && err.contains("1000 B"), "{err}");
+        assert!(check_open(&m, 1 << 20, 1 << 20).unwrap_err().to_string().contains("and the file 1.0 MiB"));
     }
 
     #[test]

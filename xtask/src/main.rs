@@ -27,8 +27,10 @@ const TRUNK_VERSION: &str = "0.21.14";
 const WASM_BINDGEN_VERSION: &str = "0.2.130";
 const WASM_TARGET: &str = "wasm32-unknown-unknown";
 /// The browser and its driver, lavapipe for WebGPU natively, and a real English corpus for JoMA
-/// (the fortunes databases: the science tests never download text).
-const APT_PACKAGES: &[&str] = &["chromium", "chromium-driver", "mesa-vulkan-drivers", "libvulkan1", "fortunes"];
+/// (the fortunes databases: the science tests never download text), and numpy for the
+/// independent GPT-2 forward the model-opening tests check against (`engine/tests/gpt2`).
+const APT_PACKAGES: &[&str] =
+    &["chromium", "chromium-driver", "mesa-vulkan-drivers", "libvulkan1", "fortunes", "python3-numpy"];
 const CHROMIUM: &str = "/usr/bin/chromium";
 const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
 const SERVE_PORT: u16 = 8080;
@@ -93,7 +95,7 @@ fn print_help() {
 
 usage: cargo xtask <command>
 
-  setup            install what is missing: Chromium + chromedriver + Mesa Vulkan + fortunes (apt, root),
+  setup            install what is missing: Chromium + chromedriver + Mesa Vulkan + fortunes + numpy (apt, root),
                    the {WASM_TARGET} target, trunk {TRUNK_VERSION}, wasm-bindgen-cli {WASM_BINDGEN_VERSION},
                    e2e/node_modules (binaryen's wasm-opt, playwright-core), and public/data/austen.txt
                    (Pride and Prejudice, unpacked from Debian's r-cran-janeaustenr)
@@ -195,7 +197,7 @@ impl Ctx {
             }
         }
         if missing.is_empty() {
-            println!("xtask:   chromium, chromedriver, Mesa Vulkan, fortunes: present");
+            println!("xtask:   chromium, chromedriver, Mesa Vulkan, fortunes, numpy: present");
             return Ok(());
         }
         println!("xtask:   missing {}: installing {} with apt-get", missing.join(", "), APT_PACKAGES.join(" "));

@@ -75,8 +75,15 @@ pub struct Grads<S> {
 }
 
 impl<S: Scalar> Cache<S> {
+    /// For B rows of the full context (training, evaluation, probes).
     pub fn new(cfg: &ModelConfig, b: usize) -> Self {
-        let (t, c, f, v, nh) = (cfg.context, cfg.d_model, cfg.d_ff, cfg.vocab, cfg.heads);
+        Cache::window(cfg, b, cfg.context)
+    }
+
+    /// For B rows of `t` positions (at most the context): a text read once needs no padding, and
+    /// a long context (GPT-2's 1024) is not paid for a short text.
+    pub fn window(cfg: &ModelConfig, b: usize, t: usize) -> Self {
+        let (c, f, v, nh) = (cfg.d_model, cfg.d_ff, cfg.vocab, cfg.heads);
         let n = b * t;
         let block = BlockCache {
             ln1_u: zeros(n * c),

@@ -159,10 +159,11 @@ impl<S: Scalar> Model<S> {
             // One token, or a model forward_next refuses with its message.
             return self.forward_next(kv, window[0]);
         }
-        let full = kv.full.get_or_insert_with(|| Box::new(super::Cache::new(&self.cfg, 1)));
-        let mut tokens = window.to_vec();
-        tokens.resize(t, 0);
-        self.forward(full, &tokens, &vec![crate::nn::loss::IGNORE; t])?;
+        if kv.full.as_ref().is_none_or(|f| f.t != n) {
+            kv.full = Some(Box::new(super::Cache::window(&self.cfg, 1, n)));
+        }
+        let full = kv.full.as_mut().expect("set above");
+        self.forward(full, window, &vec![crate::nn::loss::IGNORE; n])?;
         for (i, b) in full.blocks.iter().enumerate() {
             kv.k[i][..n * c].copy_from_slice(&b.k[..n * c]);
             kv.v[i][..n * c].copy_from_slice(&b.v[..n * c]);
@@ -175,22 +176,36 @@ impl<S: Scalar> Model<S> {
     }
 
     /// The logits (V) of the token after each of `tokens` (at most T), from the readable full
-    /// forward pass (`forward`, the window padded to T: causal attention never looks ahead).
+    /// forward pass over just those positions (causal attention never looks ahead, so a shorter
+    /// window gives the same rows as the padded one).
     pub fn logits_full(&self, tokens: &[u32]) -> Result<Vec<Vec<S>>> {
-        let (t, v) = (self.cfg.context, self.cfg.vocab);
+        let cache = self.read(tokens)?;
+        Ok(self.logits(&cache).chunks_exact(self.cfg.vocab).map(<[S]>::to_vec).collect())
+    }
+
+    /// The forward pass over `tokens` (1 to T positions, one row) up to the head, its cache kept
+    /// for the lab's measures (`logits` takes the head); a model that attends both ways needs the
+    /// whole window.
+    pub fn read(&self, tokens: &[u32]) -> Result<super::Cache<S>> {
+        let t = self.cfg.context;
         if tokens.is_empty() || tokens.len() > t {
             return Err(Error::Data(format!("a window of 1 to {t} tokens, got {}", tokens.len())));
         }
         if !self.cfg.causal && tokens.len() < t {
             return Err(Error::Config("a model that attends both ways needs a full window".into()));
         }
-        let mut cache = super::Cache::new(&self.cfg, 1);
-        let mut window = tokens.to_vec();
-        window.resize(t, 0);
-        self.forward(&mut cache, &window, &vec![crate::nn::loss::IGNORE; t])?;
-        let mut logits = vec![S::zero(); t * v];
+        let mut cache = super::Cache::window(&self.cfg, 1, tokens.len());
+        self.trunk(&mut cache, tokens)?;
+        Ok(cache)
+    }
+
+    /// The logits (N, V) of a forward pass (`read`'s, or `forward`'s, whose cache keeps the
+    /// probabilities instead).
+    pub fn logits(&self, cache: &super::Cache<S>) -> Vec<S> {
+        let (n, c, v) = (cache.b * cache.t, self.cfg.d_model, self.cfg.vocab);
+        let mut logits = vec![S::zero(); n * v];
         let l = &self.layout;
-        linear::forward(&mut logits, &cache.lnf_out, self.p(l.head_w), self.p(l.head_b), t, self.cfg.d_model, v);
-        Ok(logits.chunks_exact(v).take(tokens.len()).map(<[S]>::to_vec).collect())
+        linear::forward(&mut logits, &cache.lnf_out, self.p(l.head_w), self.p(l.head_b), n, c, v);
+        logits
     }
 }

@@ -92,20 +92,38 @@ impl<S: Scalar> Model<S> {
         self.layout.of(&self.params, id)
     }
 
-    fn shape(&self, b: usize) -> Shape {
-        Shape { b, t: self.cfg.context, c: self.cfg.d_model, nh: self.cfg.heads, causal: self.cfg.causal }
+    fn shape(&self, b: usize, t: usize) -> Shape {
+        Shape { b, t, c: self.cfg.d_model, nh: self.cfg.heads, causal: self.cfg.causal }
     }
 
-    /// Runs the model on `tokens` (B*T) and scores `targets`; returns the mean cross-entropy.
+    /// Runs the model on `tokens` (B*T, T the cache's window: the context, or fewer positions for
+    /// a text read once) and scores `targets`; returns the mean cross-entropy.
     pub fn forward(&self, cache: &mut Cache<S>, tokens: &[u32], targets: &[u32]) -> Result<S> {
-        let (t, c, f, v) = (self.cfg.context, self.cfg.d_model, self.cfg.d_ff, self.cfg.vocab);
-        let n = cache.b * t;
+        let (n, c, v) = (cache.b * cache.t, self.cfg.d_model, self.cfg.vocab);
         check_batch(n, v, tokens, targets)?;
+        self.trunk(cache, tokens)?;
+        cache.targets.copy_from_slice(targets);
+        let l = &self.layout;
+        linear::forward(&mut cache.probs, &cache.lnf_out, self.p(l.head_w), self.p(l.head_b), n, c, v);
+        let (mean, count) = loss::forward(&mut cache.probs, targets, v);
+        cache.loss = mean;
+        cache.count = count;
+        Ok(mean)
+    }
+
+    /// Everything before the head: the embedding, every block and the final LayerNorm, kept in
+    /// `cache` (a text read once stops here, and takes the logits it wants: `Model::logits`).
+    pub(crate) fn trunk(&self, cache: &mut Cache<S>, tokens: &[u32]) -> Result<()> {
+        let (t, c, f, v) = (cache.t, self.cfg.d_model, self.cfg.d_ff, self.cfg.vocab);
+        if t > self.cfg.context {
+            return Err(Error::Data(format!("a window of {t} positions is over the context of {}", self.cfg.context)));
+        }
+        let n = cache.b * t;
+        check_batch(n, v, tokens, tokens)?;
         let l = &self.layout;
         cache.tokens.copy_from_slice(tokens);
-        cache.targets.copy_from_slice(targets);
         embedding::forward(&mut cache.resid[0], tokens, self.p(l.wte), self.p(l.wpe), t, c);
-        let shape = self.shape(cache.b);
+        let shape = self.shape(cache.b, t);
         for (i, ids) in l.blocks.iter().enumerate() {
             let (done, rest) = cache.resid.split_at_mut(i + 1);
             let (x, next) = (&done[i], &mut rest[0]);
@@ -149,11 +167,7 @@ impl<S: Scalar> Model<S> {
             self.p(l.lnf_b),
             c,
         );
-        linear::forward(&mut cache.probs, &cache.lnf_out, self.p(l.head_w), self.p(l.head_b), n, c, v);
-        let (mean, count) = loss::forward(&mut cache.probs, targets, v);
-        cache.loss = mean;
-        cache.count = count;
-        Ok(mean)
+        Ok(())
     }
 
     /// Fills `grads` with the gradient of the last forward pass's mean loss.
@@ -165,9 +179,10 @@ impl<S: Scalar> Model<S> {
     /// of the batch's own (K-FAC's sampled Fisher draws them from the model); `IGNORE` stays ignored.
     pub fn backward_for(&self, cache: &Cache<S>, targets: &[u32], grads: &mut Grads<S>) {
         let (t, c, f, v) = (self.cfg.context, self.cfg.d_model, self.cfg.d_ff, self.cfg.vocab);
+        assert_eq!(cache.t, t, "training runs full windows");
         let n = cache.b * t;
         let l = &self.layout;
-        let shape = self.shape(cache.b);
+        let shape = self.shape(cache.b, t);
         let g = grads;
         g.data.fill(S::zero());
         loss::backward(&mut g.dlogits, &cache.probs, targets, cache.count, v);

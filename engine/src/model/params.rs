@@ -84,6 +84,21 @@ impl Layout {
     }
 
     pub fn new(cfg: &ModelConfig) -> Layout {
+        Layout::build(cfg, false)
+    }
+
+    /// GPT-2's layout: the head reads the token embedding (`head_w == wte`), so no `head.weight` is
+    /// stored; its bias is zero. For reading and writing only: training keeps its own head.
+    pub fn tied(cfg: &ModelConfig) -> Layout {
+        Layout::build(cfg, true)
+    }
+
+    /// The head is tied to the token embedding.
+    pub fn is_tied(&self) -> bool {
+        self.head_w == self.wte
+    }
+
+    fn build(cfg: &ModelConfig, tied: bool) -> Layout {
         let (v, c, f, t) = (cfg.vocab, cfg.d_model, cfg.d_ff, cfg.context);
         let mut tensors = Vec::new();
         let mut add = |name: String, shape: Vec<usize>| {
@@ -118,7 +133,7 @@ impl Layout {
         }
         let lnf_w = add("ln_f.weight".into(), vec![c]);
         let lnf_b = add("ln_f.bias".into(), vec![c]);
-        let head_w = add("head.weight".into(), vec![v, c]);
+        let head_w = if tied { wte } else { add("head.weight".into(), vec![v, c]) };
         let head_b = add("head.bias".into(), vec![v]);
         let total = tensors.last().map_or(0, |x| x.offset + x.len);
         Layout { tensors, wte, wpe, blocks, lnf_w, lnf_b, head_w, head_b, total }

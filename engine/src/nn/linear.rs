@@ -3,8 +3,35 @@
 use crate::nn::matmul::{gemm, MatMut, MatRef};
 use crate::scalar::Scalar;
 
+/// Layers with this many weights or more are split by output columns into two halves run at once
+/// (natively): a text read by GPT-2 is one row of T tokens, and one token written is one row, with
+/// no batch for the shards to share out. The split depends on the shape alone, so the bits never
+/// depend on the thread count. The lab's own models (d_model up to 256 or so) never split.
+pub const SPLIT_WEIGHTS: usize = 1 << 20;
+
 /// inp (N, in) -> out (N, out).
 pub fn forward<S: Scalar>(out: &mut [S], inp: &[S], w: &[S], b: &[S], n: usize, din: usize, dout: usize) {
+    #[cfg(not(target_arch = "wasm32"))]
+    if din * dout >= SPLIT_WEIGHTS && dout >= 64 {
+        let cut = (dout / 2).next_multiple_of(16);
+        let ((w1, w2), (b1, b2)) = (w.split_at(cut * din), b.split_at(cut));
+        let (mut left, mut right) = (vec![S::zero(); n * cut], vec![S::zero(); n * (dout - cut)]);
+        rayon::join(
+            || forward_whole(&mut left, inp, w1, b1, n, din, cut),
+            || forward_whole(&mut right, inp, w2, b2, n, din, dout - cut),
+        );
+        let halves = left.chunks_exact(cut).zip(right.chunks_exact(dout - cut));
+        for (o, (l, r)) in out.chunks_exact_mut(dout).zip(halves) {
+            o[..cut].copy_from_slice(l);
+            o[cut..].copy_from_slice(r);
+        }
+        return;
+    }
+    forward_whole(out, inp, w, b, n, din, dout)
+}
+
+/// `forward` as one product.
+fn forward_whole<S: Scalar>(out: &mut [S], inp: &[S], w: &[S], b: &[S], n: usize, din: usize, dout: usize) {
     for row in out.chunks_exact_mut(dout) {
         row.copy_from_slice(b);
     }
@@ -30,6 +57,27 @@ pub fn backward<S: Scalar>(
     for row in dy.chunks_exact(dout) {
         for (g, &d) in db.iter_mut().zip(row) {
             *g += d;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_split_layer_gives_the_whole_products_bits() {
+        // Over the split's size, at one row (a token written) and at many (a text read).
+        let (din, dout) = (1024, 1040);
+        assert!(din * dout >= SPLIT_WEIGHTS);
+        let w: Vec<f32> = (0..din * dout).map(|i| ((i * 7919 % 1000) as f32 - 500.0) * 1e-3).collect();
+        let b: Vec<f32> = (0..dout).map(|i| i as f32 * 1e-2).collect();
+        for n in [1, 37] {
+            let x: Vec<f32> = (0..n * din).map(|i| ((i * 104729 % 997) as f32 - 498.0) * 1e-3).collect();
+            let (mut split, mut whole) = (vec![0.0; n * dout], vec![0.0; n * dout]);
+            forward(&mut split, &x, &w, &b, n, din, dout);
+            forward_whole(&mut whole, &x, &w, &b, n, din, dout);
+            assert!(split.iter().zip(&whole).all(|(a, b)| a.to_bits() == b.to_bits()), "n = {n}");
         }
     }
 }

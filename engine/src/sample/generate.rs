@@ -9,7 +9,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::choice::Choice;
-use super::vocab::Vocab;
+use super::codec::Codec;
 use crate::error::{Error, Result};
 use crate::model::{KvCache, Model};
 use crate::rng::{rng, Stream};
@@ -81,16 +81,16 @@ pub struct Sample {
 }
 
 /// The candidates' texts and probabilities, best first.
-pub fn top(vocab: &Vocab, dist: &[(u32, f64)], n: usize) -> Vec<(String, f64)> {
-    dist.iter().take(n).map(|&(t, p)| (vocab.text(t).to_string(), p)).collect()
+pub fn top(vocab: &dyn Codec, dist: &[(u32, f64)], n: usize) -> Vec<(String, f64)> {
+    dist.iter().take(n).map(|&(t, p)| (vocab.text(t), p)).collect()
 }
 
 /// `spec.samples` samples of the prompt; sample i draws from seed `spec.seed + i`.
-pub fn generate(model: &Model<f32>, vocab: &Vocab, spec: &SampleSpec) -> Result<Vec<Sample>> {
+pub fn generate(model: &Model<f32>, vocab: &dyn Codec, spec: &SampleSpec) -> Result<Vec<Sample>> {
     spec.validate()?;
     let mut prompt = vocab.encode(&spec.prompt)?;
     if prompt.is_empty() {
-        prompt.push(vocab.start);
+        prompt.push(vocab.start());
     }
     let t = model.cfg.context;
     let prompt = prompt.split_off(prompt.len().saturating_sub(t));
@@ -105,7 +105,7 @@ pub fn generate(model: &Model<f32>, vocab: &Vocab, spec: &SampleSpec) -> Result<
 
 fn write(
     model: &Model<f32>,
-    vocab: &Vocab,
+    vocab: &dyn Codec,
     kv: &mut KvCache<f32>,
     prompt: &[u32],
     spec: &SampleSpec,
@@ -120,7 +120,7 @@ fn write(
         let dist = choice.distribution(&logits);
         let (token, p) = dist[choice.pick(&dist, &mut r)];
         tokens.push(token);
-        steps.push(Step { token, text: vocab.text(token).to_string(), p, top: top(vocab, &dist, TOP) });
+        steps.push(Step { token, text: vocab.text(token), p, top: top(vocab, &dist, TOP) });
         if n + 1 == spec.tokens {
             break;
         }

@@ -4,8 +4,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::choice::Choice;
+use super::codec::Codec;
 use super::generate::{top, TOP};
-use super::vocab::Vocab;
 use crate::error::Result;
 use crate::model::Model;
 use crate::nn::loss::IGNORE;
@@ -22,7 +22,7 @@ pub struct Prediction {
 
 /// For `tokens` (at most T), the prediction made after each of them of the token that follows
 /// (`tokens[i + 1]`, and `next` after the last: none when it is `IGNORE`).
-pub fn predictions(model: &Model<f32>, vocab: &Vocab, tokens: &[u32], next: u32) -> Result<Vec<Prediction>> {
+pub fn predictions(model: &Model<f32>, vocab: &dyn Codec, tokens: &[u32], next: u32) -> Result<Vec<Prediction>> {
     let logits = model.logits_full(tokens)?;
     let choice = Choice::default();
     let targets = tokens[1..].iter().chain([&next]).filter(|&&t| t != IGNORE);
@@ -32,7 +32,7 @@ pub fn predictions(model: &Model<f32>, vocab: &Vocab, tokens: &[u32], next: u32)
         .map(|(row, &target)| {
             let dist = choice.distribution(row);
             let p = dist.iter().find(|x| x.0 == target).map_or(0.0, |x| x.1);
-            Prediction { text: vocab.text(target).to_string(), p, loss: -p.ln(), top: top(vocab, &dist, TOP) }
+            Prediction { text: vocab.text(target), p, loss: -p.ln(), top: top(vocab, &dist, TOP) }
         })
         .collect())
 }

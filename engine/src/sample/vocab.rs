@@ -2,6 +2,7 @@
 //! algorithmic tasks. A prompt is cut into them (characters, or words between spaces when a symbol
 //! is longer than one character) and what the model writes is joined back the same way.
 
+use super::codec::Codec;
 use crate::data::Dataset;
 use crate::error::{Error, Result};
 
@@ -53,6 +54,21 @@ impl Vocab {
     pub fn decode(&self, ids: &[u32]) -> String {
         let pieces: Vec<&str> = ids.iter().map(|&i| self.text(i)).collect();
         pieces.join(if self.chars { "" } else { " " })
+    }
+}
+
+impl Codec for Vocab {
+    fn encode(&self, text: &str) -> Result<Vec<u32>> {
+        Vocab::encode(self, text)
+    }
+    fn decode(&self, ids: &[u32]) -> String {
+        Vocab::decode(self, ids)
+    }
+    fn text(&self, id: u32) -> String {
+        Vocab::text(self, id).to_string()
+    }
+    fn start(&self) -> u32 {
+        self.start
     }
 }
 

@@ -16,6 +16,7 @@ use serde::Serialize;
 use crate::error::{Error, Result};
 use crate::science::brownian::{dot, Scheme, SphereBm, Walkers};
 use crate::science::fit::cosines;
+use crate::science::fit::FINE_RATE_DT;
 use crate::science::particles::{rk4_step, Particles};
 use crate::science::stats::{ks_critical, ks_distance};
 
@@ -83,6 +84,41 @@ fn mean_pair_inner(u: &[f64], dim: usize) -> f64 {
     let mut total = vec![0.0; dim];
     u.chunks_exact(dim).for_each(|x| total.iter_mut().zip(x).for_each(|(t, v)| *t += v));
     (dot(&total, &total) - n as f64) / (n * (n - 1)) as f64
+}
+
+/// An orthonormal basis (r, dim) of the span of the points `u` (n, dim), r <= n (modified
+/// Gram-Schmidt; a point already in the span of the earlier ones adds nothing).
+fn span_basis(u: &[f64], dim: usize) -> Vec<f64> {
+    let mut basis: Vec<f64> = Vec::new();
+    for x in u.chunks_exact(dim) {
+        let mut r = x.to_vec();
+        for b in basis.chunks_exact(dim) {
+            let c = dot(&r, b);
+            r.iter_mut().zip(b).for_each(|(v, &bv)| *v -= c * bv);
+        }
+        let n = dot(&r, &r).sqrt();
+        if n > 1e-9 * dot(x, x).sqrt() {
+            basis.extend(r.iter().map(|v| v / n));
+        }
+    }
+    basis
+}
+
+/// The points (n, dim) in the coordinates of `basis` (r, dim): (n, r).
+fn to_span(u: &[f64], basis: &[f64], dim: usize) -> Vec<f64> {
+    u.chunks_exact(dim).flat_map(|x| basis.chunks_exact(dim).map(move |b| dot(x, b))).collect()
+}
+
+/// Coordinates (n, r) back to points (n, dim).
+fn from_span(y: &[f64], basis: &[f64], dim: usize) -> Vec<f64> {
+    let r = basis.len() / dim;
+    let mut out = vec![0.0; y.len() / r * dim];
+    for (o, yi) in out.chunks_exact_mut(dim).zip(y.chunks_exact(r)) {
+        for (&c, b) in yi.iter().zip(basis.chunks_exact(dim)) {
+            o.iter_mut().zip(b).for_each(|(v, &bv)| *v += c * bv);
+        }
+    }
+    out
 }
 
 fn mean(v: &[f64]) -> f64 {
@@ -173,6 +209,19 @@ pub fn compare_flow<F: AsRef<[f64]>>(
     max_points: usize,
     seed: u64,
 ) -> Result<FlowComparison> {
+    compare_flow_at(frames, times, dim, max_points, seed, FINE_RATE_DT)
+}
+
+/// As `compare_flow`, its Brownian walkers in steps of `rate * dt <= rate_dt`
+/// (`fit::compare_with_brownian_at`).
+pub fn compare_flow_at<F: AsRef<[f64]>>(
+    frames: &[F],
+    times: &[f64],
+    dim: usize,
+    max_points: usize,
+    seed: u64,
+    rate_dt: f64,
+) -> Result<FlowComparison> {
     if frames.len() < 2 || frames.len() != times.len() || dim < 2 {
         return Err(Error::Data(format!(
             "the flow fit needs two or more frames with one time each in dimension >= 2 (got {} frames, {} \
@@ -221,8 +270,9 @@ pub fn compare_flow<F: AsRef<[f64]>>(
     );
     let (b_cos, b_inner) = brownian_curves(rate);
     let process = SphereBm { dim, radius: 1.0, diffusion: rate / (dim as f64 - 1.0) };
-    let mut walkers = Walkers::from_points(process, &start, walkers_dt(rate, t_last), Scheme::Geodesic, seed)?;
-    walkers.advance((t_last / walkers_dt(rate, t_last)).round() as usize);
+    let dt = walkers_dt(rate, t_last, rate_dt);
+    let mut walkers = Walkers::from_points(process, &start, dt, Scheme::Geodesic, seed)?;
+    walkers.advance((t_last / dt).round() as usize);
     let brownian = Prediction {
         mean_cos: b_cos,
         mean_inner: b_inner,
@@ -245,19 +295,24 @@ pub fn compare_flow<F: AsRef<[f64]>>(
             30,
         )
     };
-    let mut fitted = |beta: f64| best_scale(&FlowRun::new(&start, dim, beta)).1;
+    // Every velocity of the flow is a combination of the points, so it never leaves their span:
+    // it runs, exactly, in coordinates of that span (32 dimensions, not GPT-2's 768).
+    let basis = span_basis(&start, dim);
+    let (coords, rank) = (to_span(&start, &basis, dim), basis.len() / dim);
+    let mut fitted = |beta: f64| best_scale(&FlowRun::new(&coords, rank, beta)).1;
     let (beta, _) = minimise_log(&mut fitted, BETA_RANGE.0, BETA_RANGE.1, 8, 6);
-    let run = FlowRun::new(&start, dim, beta);
+    let run = FlowRun::new(&coords, rank, beta);
     let (time_scale, p_err) = best_scale(&run);
     let (p_cos, p_inner): (Vec<f64>, Vec<f64>) = t.iter().map(|&x| run.at(time_scale * x)).unzip();
     // The points themselves at the last frame, by one more run to exactly that model time.
-    let mut end = Particles { n: points, d: dim, x: start.clone() };
+    let mut end = Particles { n: points, d: rank, x: coords };
     let s_last = time_scale * t_last;
     let steps = (s_last / run.step).ceil().max(1.0);
     for _ in 0..steps as usize {
         rk4_step(&mut end, beta, s_last / steps);
     }
-    let end_angles: Vec<f64> = cosines(&start, &end.x, dim).into_iter().map(f64::acos).collect();
+    let end = from_span(&end.x, &basis, dim);
+    let end_angles: Vec<f64> = cosines(&start, &end, dim).into_iter().map(f64::acos).collect();
     let particles = Prediction {
         mean_cos: p_cos,
         mean_inner: p_inner,
@@ -279,13 +334,13 @@ pub fn compare_flow<F: AsRef<[f64]>>(
         time_at_limit: time_scale * t_last > 0.99 * MAX_MODEL_TIME,
         particles,
         ks_critical: ks_critical(points, points),
-        particles_end: end.x.iter().map(|v| v * radius).collect(),
+        particles_end: end.iter().map(|v| v * radius).collect(),
     })
 }
 
 /// The walkers' step: small against the rate, and a whole number of them up to the last frame.
-fn walkers_dt(rate: f64, t_last: f64) -> f64 {
-    (2e-3 / rate).min(t_last / 50.0)
+fn walkers_dt(rate: f64, t_last: f64, rate_dt: f64) -> f64 {
+    (rate_dt / rate).min(t_last / 50.0)
 }
 
 #[cfg(test)]
@@ -363,6 +418,31 @@ mod tests {
         assert_eq!(c.better, "brownian");
         assert!((c.diffusion / d - 1.0).abs() < 0.1, "D {}", c.diffusion);
         assert!(c.brownian.ks_last < c.ks_critical);
+    }
+
+    #[test]
+    fn the_flow_in_its_points_span_is_the_flow_in_full() {
+        // 6 points in 40 dimensions: the same curves and end points from 6 coordinates.
+        let p = Particles::new(6, 40, Start::Uniform, 3).unwrap();
+        let basis = span_basis(&p.x, 40);
+        assert_eq!(basis.len(), 6 * 40);
+        let coords = to_span(&p.x, &basis, 40);
+        let (full, small) = (FlowRun::new(&p.x, 40, 2.0), FlowRun::new(&coords, 6, 2.0));
+        for s in [0.1, 1.0, 3.7] {
+            let (a, b) = (full.at(s), small.at(s));
+            assert!((a.0 - b.0).abs() < 1e-10 && (a.1 - b.1).abs() < 1e-10, "{a:?} {b:?} at {s}");
+        }
+        let (mut x, mut y) = (p.clone(), Particles { n: 6, d: 6, x: coords });
+        for _ in 0..50 {
+            rk4_step(&mut x, 2.0, 0.05);
+            rk4_step(&mut y, 2.0, 0.05);
+        }
+        let back = from_span(&y.x, &basis, 40);
+        assert!(back.iter().zip(&x.x).all(|(a, b)| (a - b).abs() < 1e-10));
+        // A point in the span of the others adds no direction.
+        let mut twice = p.x.clone();
+        twice.extend_from_slice(&p.x[..40]);
+        assert_eq!(span_basis(&twice, 40).len(), 6 * 40);
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //! oriented from one frame of an animation to the next.
 
 use nalgebra::{DMatrix, SymmetricEigen};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 
@@ -27,7 +27,7 @@ fn check_points(points: &[f64], dim: usize) -> Result<usize> {
 }
 
 /// Norms of a set of points against the LayerNorm radius sqrt(d).
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RadiusStats {
     pub count: usize,
     pub dim: usize,
@@ -56,7 +56,7 @@ pub fn radius_stats(points: &[f64], dim: usize) -> Result<RadiusStats> {
 }
 
 /// How LayerNorm's affine map `y = gain ⊙ u + bias` moves sphere points `u`.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct AffineDrift {
     pub mean_radius: f64,
     /// Mean and max of `| |y| - sqrt(d) | / sqrt(d)`: radial distance off the sphere, relative.

@@ -7,8 +7,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
 use crate::science::brownian::Scheme;
-use crate::science::fit::{compare_with_brownian, fit_diffusion, fit_diffusion_ml};
-use crate::science::flow_fit::compare_flow;
+use crate::science::fit::{compare_with_brownian_at, fit_diffusion, fit_diffusion_ml, FINE_RATE_DT};
+use crate::science::flow_fit::compare_flow_at;
 use crate::science::probe::Probe;
 use crate::science::sphere;
 use crate::science::stats::ks_critical;
@@ -24,12 +24,30 @@ pub fn flow(probe: &Probe, depth: usize, basis: &[f64], seed: u64) -> Result<Flo
     let (dim, row) = (cfg.d_model, cfg.context);
     let (frames, times) = probe.trajectory(depth, 0..probe.frames().len())?;
     let frames: Vec<Vec<f64>> = frames.into_iter().map(|f| f[..row * dim].to_vec()).collect();
-    let c = compare_flow(&frames, &times, dim, FLOW_POINTS, seed)?;
+    let step = probe.frames().last().map_or(0, |f| f.step);
+    flow_of(&frames, &times, dim, (depth, step), basis, (seed, FINE_RATE_DT))
+}
+
+/// Brownian motion against the particles' attention flow for any trajectory of `frames` (each
+/// (N, dim)) at `times`: over training at one depth, or through the layers of a model read once.
+/// `at` is the (depth, step) it describes; the particles are projected on `basis` (none if empty);
+/// the Brownian walkers draw from `walk.0` in steps of `rate * dt <= walk.1`.
+pub fn flow_of(
+    frames: &[Vec<f64>],
+    times: &[f64],
+    dim: usize,
+    at: (usize, usize),
+    basis: &[f64],
+    walk: (u64, f64),
+) -> Result<Flow> {
+    let c = compare_flow_at(frames, times, dim, FLOW_POINTS, walk.0, walk.1)?;
     let mut particles = Vec::new();
-    apply(basis, dim, &c.particles_end, &mut particles);
+    if !basis.is_empty() {
+        apply(basis, dim, &c.particles_end, &mut particles);
+    }
     Ok(Flow {
-        depth,
-        step: probe.frames().last().map_or(0, |f| f.step),
+        depth: at.0,
+        step: at.1,
         points: c.points,
         times: c.times,
         mean_cos: c.mean_cos,
@@ -189,14 +207,29 @@ pub fn panels(
 /// The Brownian comparison of the probe row's tokens at `depth` over every recorded frame.
 fn brownian(probe: &Probe, depth: usize, basis: &[f64], seed: u64) -> Result<Brownian> {
     let cfg = probe.config();
-    let (dim, row) = (cfg.d_model, cfg.context);
     let (frames, times) = probe.trajectory(depth, 0..probe.frames().len())?;
-    let fit = fit_diffusion(&frames, &times, dim)?;
-    let ml = fit_diffusion_ml(&frames, &times, dim)?;
-    let cmp = compare_with_brownian(&frames, &times, &fit, Scheme::EulerMaruyama, seed)?;
+    brownian_of(&frames, &times, cfg.d_model, depth, (basis, cfg.context), (seed, FINE_RATE_DT))
+}
+
+/// The Brownian comparison of any trajectory of `frames` (each (N, dim)) at `times`; the ghost
+/// walkers of the first `ghosts.1` tokens are projected on `ghosts.0` (none if it is empty); the
+/// walkers draw from `walk.0` in steps of `rate * dt <= walk.1` (`compare_with_brownian_at`).
+pub fn brownian_of(
+    frames: &[Vec<f64>],
+    times: &[f64],
+    dim: usize,
+    depth: usize,
+    ghosts: (&[f64], usize),
+    walk: (u64, f64),
+) -> Result<Brownian> {
+    let fit = fit_diffusion(frames, times, dim)?;
+    let ml = fit_diffusion_ml(frames, times, dim)?;
+    let cmp = compare_with_brownian_at(frames, times, &fit, Scheme::EulerMaruyama, walk.0, walk.1)?;
     let process = crate::science::brownian::SphereBm { dim, radius: fit.radius, diffusion: fit.diffusion };
-    let mut ghosts = Vec::new();
-    apply(basis, dim, &cmp.walkers[..row * dim], &mut ghosts);
+    let mut walkers = Vec::new();
+    if !ghosts.0.is_empty() {
+        apply(ghosts.0, dim, &cmp.walkers[..ghosts.1 * dim], &mut walkers);
+    }
     let points = frames[0].len() / dim;
     Ok(Brownian {
         depth,
@@ -214,6 +247,6 @@ fn brownian(probe: &Probe, depth: usize, basis: &[f64], seed: u64) -> Result<Bro
         walkers_cos: cmp.frames.iter().map(|c| c.mean_cos_walkers).collect(),
         msd: cmp.frames.iter().map(|c| c.msd_points).collect(),
         msd_walkers: cmp.frames.iter().map(|c| c.msd_walkers).collect(),
-        ghosts,
+        ghosts: walkers,
     })
 }

@@ -94,9 +94,36 @@ fn sig(x: f64) -> String {
     }
 }
 
+/// What the tokens move through: training steps (the lab's runs) or layers (a model read once).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Axis {
+    Training,
+    Depth,
+}
+
+impl Axis {
+    fn early(self) -> &'static str {
+        match self {
+            Axis::Training => "early in training",
+            Axis::Depth => "in the first layers",
+        }
+    }
+    fn unit(self) -> &'static str {
+        match self {
+            Axis::Training => "step",
+            Axis::Depth => "layer",
+        }
+    }
+}
+
+/// "Brownian or not?" over training, in words (`brownian_over`).
+pub fn brownian(b: &Brownian) -> Verdict {
+    brownian_over(b, Axis::Training)
+}
+
 /// "Brownian or not?" in words: the fit's R², the KS distance against its 5% critical value, the
 /// two estimates of D, and what the tokens did instead when they did not diffuse.
-pub fn brownian(b: &Brownian) -> Verdict {
+pub fn brownian_over(b: &Brownian, axis: Axis) -> Verdict {
     let (tokens, critical) = (b.points, b.ks_critical);
     let fits = b.r_squared.is_finite() && b.r_squared >= GOOD_R2;
     let same_law = b.ks.is_finite() && b.ks <= critical;
@@ -146,9 +173,10 @@ pub fn brownian(b: &Brownian) -> Verdict {
         ),
         (false, _) if jumped => (
             Agreement::Disagrees,
-            "Not Brownian: the tokens move in one jump early in training and then stay put; pure diffusion \
-             would keep spreading"
-                .to_string(),
+            format!(
+                "Not Brownian: the tokens move in one jump {} and then stay put; pure diffusion would keep spreading",
+                axis.early()
+            ),
         ),
         (false, _) => (Agreement::Disagrees, "Not Brownian: the tokens drift or cluster".to_string()),
     };
@@ -173,20 +201,26 @@ pub fn brownian(b: &Brownian) -> Verdict {
     Verdict::new(agreement, format!("{head}. {fit_words}; {ks_words}.{ml_words}"))
 }
 
+/// Brownian motion or the particles' attention flow over training (`flow_over`).
+pub fn flow(f: &Flow, brownian: Option<Agreement>) -> Verdict {
+    flow_over(f, brownian, Axis::Training)
+}
+
 /// Brownian motion or the particles' attention flow: which model of the two comes closer, read
 /// with the diffusion verdict (`brownian`), so "closer than the particles" never reads as
 /// "Brownian" when the diffusion fit itself failed.
-pub fn flow(f: &Flow, brownian: Option<Agreement>) -> Verdict {
+pub fn flow_over(f: &Flow, brownian: Option<Agreement>, axis: Axis) -> Verdict {
     let numbers = format!(
         "Root-mean-square error over both curves (mean cosine to the start, mean inner product of pairs) {:.3} for \
          Brownian motion (its own D = {}, fitted to both curves) against {:.3} for particles moved by attention \
-         (β = {:.2}, {} flow time per step); at the last snapshot the angles to the start differ from Brownian \
+         (β = {:.2}, {} flow time per {}); at the last snapshot the angles to the start differ from Brownian \
          walkers' by KS {:.2} and from the flow's by KS {:.2} (5% critical value {:.2}), over the first {} tokens.",
         f.rmse_brownian,
         sig(f.diffusion),
         f.rmse_particles,
         f.beta,
         sig(f.time_scale),
+        axis.unit(),
         f.ks_brownian,
         f.ks_particles,
         f.ks_critical,

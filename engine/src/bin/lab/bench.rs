@@ -1,5 +1,6 @@
 //! `lab bench`: the CPU table (step time per optimizer and size, matmul GFLOP/s, probe cost) or,
-//! with `--backend gpu`, the WGSL backend's matmul GFLOP/s and step times beside the CPU's.
+//! with `--backend gpu`, the WGSL backend's matmul GFLOP/s and step times beside the CPU's; with
+//! `--model`, a GPT-2 reading and writing beside PyTorch's figures.
 
 use std::time::Instant;
 
@@ -8,6 +9,9 @@ use engine::config::{DataSpec, ModelConfig, OptimizerConfig, TrainConfig};
 use engine::gpu::matmul::{Dims, Matmul, Tiling, View};
 use engine::gpu::trainer::{GpuTrainer, READ_EVERY};
 use engine::gpu::{bench as gpu_bench, block_on, GpuContext};
+use engine::memory::DEFAULT_BUDGET;
+use engine::pretrained::{inspect, Pretrained};
+use engine::sample::{self, SampleSpec};
 use engine::session::bench::BenchSpec;
 use engine::train::shards::default_threads;
 use engine::{Error, Trainer};
@@ -225,6 +229,69 @@ fn gpu(as_json: bool, iters: usize, only: Only) -> Result<(), Error> {
             num("gpu_over_cpu"),
             num("readbacks_per_step")
         );
+    }
+    Ok(())
+}
+
+/// PyTorch 2.15 eager with transformers on this project's 2-core machine kind, GPT-2 small with
+/// random weights (issue 27's anchor): the forward with hidden states and attentions of 64 and 256
+/// tokens (ms), and greedy writing with the key/value cache (tokens/s).
+const TORCH_FORWARD_MS: [(usize, f64); 2] = [(64, 336.0), (256, 954.0)];
+const TORCH_TOKENS_PER_S: f64 = 18.9;
+
+/// `lab bench --model DIR`: a loaded model reading 64 and 256 tokens (the forward that keeps every
+/// layer's hidden states and attention, and the logits), the whole inspection of 64, and greedy
+/// writing through the key/value cache, beside PyTorch's figures.
+pub fn model(as_json: bool, iters: usize, path: &std::path::Path) -> Result<(), Error> {
+    let m = Pretrained::open(path, DEFAULT_BUDGET)?;
+    let phrase = "The Brownian motion in the transformer model: tokens walk on the sphere. ";
+    let longest = TORCH_FORWARD_MS.iter().map(|r| r.0).max().unwrap_or(0).min(m.model.cfg.context);
+    let mut text = String::new();
+    while m.tokenizer.encode(&text).len() < longest {
+        text.push_str(phrase);
+    }
+    let ids = m.tokenizer.encode(&text);
+    let mut rows = Vec::new();
+    for &(t, torch) in &TORCH_FORWARD_MS {
+        let ids = &ids[..t.min(ids.len())];
+        let ms = median_ms(1, iters, || m.model.read(ids).map(|c| drop(m.model.logits(&c))))?;
+        rows.push(
+            json!({"what": format!("forward, {} tokens", ids.len()), "ms": ms, "torch_ms": torch, "ratio": ms / torch}),
+        );
+    }
+    let prompt = m.tokenizer.decode(&ids[..64.min(ids.len())]);
+    let inspect_ms = median_ms(0, iters.clamp(1, 3), || inspect::inspect(&m, &prompt, DEFAULT_BUDGET).map(|_| ()))?;
+    rows.push(json!({"what": "inspect (every lens), 64 tokens", "ms": inspect_ms}));
+    let spec = SampleSpec { prompt, tokens: 32, temperature: 0.0, ..SampleSpec::default() };
+    let start = Instant::now();
+    let written = sample::generate(&m.model, &m.tokenizer, &spec)?;
+    let per_s = written[0].tokens.len() as f64 / start.elapsed().as_secs_f64();
+    rows.push(json!({"what": "greedy writing after 64 tokens", "tokens_per_s": per_s,
+        "torch_tokens_per_s": TORCH_TOKENS_PER_S, "ratio": per_s / TORCH_TOKENS_PER_S}));
+    if as_json {
+        println!("{}", json!({"model": m.name, "threads": default_threads(), "rows": rows}));
+        return Ok(());
+    }
+    println!("{} on {} threads (PyTorch 2.15 eager + transformers, this machine kind)", m.name, default_threads());
+    println!("{:<34} {:>12} {:>12} {:>8}", "", "lab", "PyTorch", "ratio");
+    for r in &rows {
+        let what = r["what"].as_str().unwrap_or("");
+        match (r.get("ms"), r.get("tokens_per_s")) {
+            (Some(ms), _) => {
+                let ms = ms.as_f64().unwrap_or(0.0);
+                match r.get("torch_ms").and_then(|t| t.as_f64()) {
+                    Some(t) => println!("{what:<34} {ms:>9.0} ms {t:>9.0} ms {:>7.2}x", ms / t),
+                    None => println!("{what:<34} {ms:>9.0} ms"),
+                }
+            }
+            (_, Some(tps)) => println!(
+                "{what:<34} {:>7.1} tok/s {:>6.1} tok/s {:>7.2}x",
+                tps.as_f64().unwrap_or(0.0),
+                TORCH_TOKENS_PER_S,
+                r["ratio"].as_f64().unwrap_or(0.0)
+            ),
+            _ => {}
+        }
     }
     Ok(())
 }

@@ -2,6 +2,7 @@
 
 mod args;
 mod bench;
+mod inspect;
 mod race;
 mod sample;
 mod science;
@@ -41,8 +42,11 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// What a saved model writes: samples of a prompt with temperature, top-k and top-p.
+    /// What a saved model or a GPT-2 writes: samples of a prompt with temperature, top-k and top-p.
     Sample(sample::SampleArgs),
+    /// A GPT-2 (Hugging Face's files) reading a text: tokens on the sphere at every layer,
+    /// attention as a Markov chain and against the Gaussian kernel, Brownian motion through depth.
+    Inspect(inspect::InspectArgs),
     /// Loss of a checkpoint on a fixed batch; optionally write its gradients as safetensors.
     Eval {
         #[arg(long)]
@@ -91,6 +95,10 @@ enum Command {
         /// d_model, layers, heads, context, batch, steps, optimizer), natively on every core.
         #[arg(long, value_name = "SPEC", conflicts_with_all = ["sizes", "optimizers", "iters", "matmul"])]
         spec: Option<String>,
+        /// A GPT-2 folder (as `lab inspect --model`): its forward of 64 and 256 tokens, the whole
+        /// inspection and greedy writing, beside PyTorch's figures on this machine kind.
+        #[arg(long, conflicts_with_all = ["sizes", "optimizers", "matmul", "spec", "backend"])]
+        model: Option<PathBuf>,
     },
 }
 
@@ -376,11 +384,13 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Train(a) => train(a),
         Command::Sample(a) => sample::run(a),
+        Command::Inspect(a) => inspect::run(a),
         Command::Gradcheck { json } => gradcheck(json),
         Command::Eval { checkpoint, data, grads, json } => eval(checkpoint, data, grads, json),
         Command::Bench { json, backend, spec: Some(spec), .. } => bench::page_spec(json, backend, &spec),
         Command::Bench { iters: 0, spec: None, .. } => Err(Error::Config("--iters must be at least 1".into())),
-        Command::Bench { json, iters, backend, sizes, optimizers, matmul, spec: None } => {
+        Command::Bench { json, iters, model: Some(path), .. } => bench::model(json, iters, &path),
+        Command::Bench { json, iters, backend, sizes, optimizers, matmul, spec: None, model: None } => {
             bench::run(json, iters, backend, bench::Only { sizes, optimizers, matmul })
         }
         Command::Race(a) => race::run(a),

@@ -1,18 +1,28 @@
-//! `lab sample`: what a saved model writes.
+//! `lab sample`: what a saved model, or a real one (GPT-2 from Hugging Face's files), writes.
 
 use std::path::PathBuf;
 
 use clap::Args;
 use engine::checkpoint::Snapshot;
-use engine::sample::{self, SampleSpec, Vocab};
+use engine::pretrained::Pretrained;
+use engine::sample::{self, Sample, SampleSpec, Vocab};
 use engine::{Error, Trainer};
+
+use crate::inspect::budget;
 
 #[derive(Args)]
 pub struct SampleArgs {
     /// A checkpoint folder (`lab train --save`).
+    #[arg(long, required_unless_present = "model", conflicts_with = "model")]
+    checkpoint: Option<PathBuf>,
+    /// A GPT-2 model folder (config.json and model.safetensors), as `lab inspect --model`.
     #[arg(long)]
-    checkpoint: PathBuf,
-    /// Text to continue; empty starts from the first token of the training data.
+    model: Option<PathBuf>,
+    /// Refuse to open a model of more than this many MiB (default 16 GiB).
+    #[arg(long, requires = "model")]
+    memory_limit_mib: Option<u64>,
+    /// Text to continue; empty starts from the first token of the training data (GPT-2: from
+    /// <|endoftext|>).
     #[arg(long, default_value = "")]
     prompt: String,
     /// New tokens per sample (1 to 10,000).
@@ -50,9 +60,18 @@ pub fn run(a: SampleArgs) -> Result<(), Error> {
     };
     // The settings first: a bad flag is refused before the checkpoint is read.
     spec.validate()?;
-    let trainer = Trainer::restore(Snapshot::load(&a.checkpoint)?)?;
-    let vocab = Vocab::of(trainer.data());
-    for s in sample::generate(trainer.model(), &vocab, &spec)? {
+    let samples: Vec<Sample> = match (&a.checkpoint, &a.model) {
+        (Some(dir), _) => {
+            let trainer = Trainer::restore(Snapshot::load(dir)?)?;
+            sample::generate(trainer.model(), &Vocab::of(trainer.data()), &spec)?
+        }
+        (None, Some(path)) => {
+            let m = Pretrained::open(path, budget(a.memory_limit_mib))?;
+            sample::generate(&m.model, &m.tokenizer, &spec)?
+        }
+        (None, None) => return Err(Error::Config("give --checkpoint or --model".into())),
+    };
+    for s in samples {
         if a.json {
             println!("{}", serde_json::to_string(&s)?);
         } else {

@@ -1,0 +1,93 @@
+//! `lab inspect`: a real transformer (the GPT-2 family, from Hugging Face's files) reading a text,
+//! through every lens the lab has.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use engine::memory::{self, DEFAULT_BUDGET};
+use engine::pretrained::inspect::{self, Inspection};
+use engine::pretrained::Pretrained;
+use engine::Error;
+
+#[derive(Args)]
+pub struct InspectArgs {
+    /// A folder with config.json and model.safetensors (Hugging Face's layout), or the
+    /// .safetensors file with its config.json beside it.
+    #[arg(long)]
+    model: PathBuf,
+    /// The text the model reads (up to its context, in GPT-2's tokens).
+    #[arg(long)]
+    text: String,
+    /// One JSON object: tokens, pieces, per layer the radius and kernel statistics and entropy per
+    /// head, the depth fit with its verdicts, and the next-token candidates.
+    #[arg(long)]
+    json: bool,
+    /// Also write the raw tensors here (safetensors): hidden.{i} (T, C) entering block i
+    /// (i = n_layer: before ln_f), attn.{l} (NH, T, T), logits (T, V).
+    #[arg(long)]
+    dump: Option<PathBuf>,
+    /// Refuse to open or read more than this many MiB (default 16 GiB).
+    #[arg(long)]
+    memory_limit_mib: Option<u64>,
+}
+
+pub fn budget(mib: Option<u64>) -> u64 {
+    mib.map_or(DEFAULT_BUDGET, |m| m.saturating_mul(1 << 20))
+}
+
+pub fn run(a: InspectArgs) -> Result<(), Error> {
+    let budget = budget(a.memory_limit_mib);
+    let model = Pretrained::open(&a.model, budget)?;
+    let report = inspect::inspect(&model, &a.text, budget)?;
+    if let Some(path) = &a.dump {
+        std::fs::write(path, inspect::dump(&model, &a.text, budget)?)?;
+    }
+    if a.json {
+        println!("{}", serde_json::to_string(&report)?);
+    } else {
+        print(&report, &model);
+    }
+    Ok(())
+}
+
+fn print(r: &Inspection, m: &Pretrained) {
+    let cfg = &m.model.cfg;
+    println!(
+        "{}: {} layers, {} heads, width {}, context {}, {} weights ({})",
+        r.model,
+        r.n_layer,
+        r.n_head,
+        r.d_model,
+        r.context,
+        m.model.params.len(),
+        memory::human(4 * m.model.params.len() as u64)
+    );
+    let shown: Vec<String> = r.pieces.iter().map(|p| format!("[{}]", p.replace(' ', "\u{2423}"))).collect();
+    println!("{} tokens: {}", r.tokens.len(), shown.join(""));
+    println!("\nlayer  |x| before LN  radius after LN (sqrt C = {:.2})  off the sphere after the gain  entropy per head (nats)  kernel TV per head", (cfg.d_model as f64).sqrt());
+    for l in &r.layers {
+        let ent: Vec<String> = l.heads.iter().map(|h| format!("{:.2}", h.entropy)).collect();
+        let tv: Vec<String> = l.heads.iter().map(|h| format!("{:.2}", h.kernel_tv_mean)).collect();
+        let name = if l.layer == r.n_layer { "ln_f".to_string() } else { l.layer.to_string() };
+        println!(
+            "{name:>5}  {:>13.2}  {:>8.3} (worst {:.1e})  {:>28.1}%  {:<24}  {}",
+            l.residual_norm,
+            l.radius.mean,
+            l.radius.max_rel_err,
+            100.0 * l.gain.mean_rel_offset,
+            ent.join(" "),
+            tv.join(" ")
+        );
+    }
+    println!("\nThrough depth (layers as time):");
+    for v in &r.depth.verdicts {
+        println!("- {}", v.sentence);
+    }
+    for e in &r.depth.errors {
+        println!("- not fitted: {e}");
+    }
+    if let (Some(last), Some(piece)) = (r.next.last(), r.pieces.last()) {
+        let c: Vec<String> = last.iter().map(|(t, p)| format!("{t:?} {p:.2}")).collect();
+        println!("\nAfter {piece:?} the model expects: {}", c.join(", "));
+    }
+}

@@ -1,0 +1,230 @@
+//! A text through a loaded model, seen through every lens the lab has: its tokens on the sphere at
+//! every layer (before and after LayerNorm's gain), each head's attention as a Markov chain with
+//! its entropy and its distance to the Gaussian kernel, Brownian motion against the particles' flow
+//! through depth with the verdicts in words, and the model's next-token candidates. `dump` writes
+//! the raw tensors for checks against other implementations.
+//!
+//! Shapes: T tokens of the text, C = d_model, NH heads of hs = C / NH, V vocab, L layers.
+
+use serde::{Deserialize, Serialize};
+
+use super::Pretrained;
+use crate::error::{Error, Result};
+use crate::memory;
+use crate::model::{Cache, Model};
+use crate::sample::generate::{top, TOP};
+use crate::sample::Choice;
+use crate::science::sphere::{affine_drift, radius_stats, AffineDrift, RadiusStats};
+use crate::science::{cache as lens, markov};
+use crate::session::panels::{brownian_of, flow_of};
+use crate::session::verdicts::{brownian_over, flow_over, Axis};
+use crate::session::{Brownian, Flow, Verdict};
+
+/// Dimensions named as the ones the gain moves most.
+const DIMS: usize = 5;
+/// Tokens the depth fits use (the text's first): enough for the KS comparison, and a 256-token
+/// text costs what a 64-token one does.
+pub const DEPTH_POINTS: usize = 64;
+/// The Brownian walkers' step through depth (`compare_with_brownian_at`).
+const DEPTH_RATE_DT: f64 = 1e-2;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HeadLens {
+    pub head: usize,
+    /// Mean entropy of the attention rows, in nats (JoMA's measure).
+    pub entropy: f64,
+    /// Mean and largest total variation between the head's softmax rows and the row-normalised
+    /// Gaussian kernel of the same queries and keys.
+    pub kernel_tv_mean: f64,
+    pub kernel_tv_max: f64,
+    /// What separates the two: the kernel weighs key j by exp(-|k_j|^2 / (2 sqrt(hs))) on top of
+    /// the softmax. The largest minus the smallest of those exponents over the text's keys: 0 would
+    /// make them the same chain.
+    pub key_norm_range: f64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LayerLens {
+    /// 0..L: the input of block `layer` (its first LayerNorm); L: the final LayerNorm.
+    pub layer: usize,
+    /// Mean length of the residual stream's vectors before LayerNorm.
+    pub residual_norm: f64,
+    /// The tokens after normalisation, before the gain: on the sphere of radius sqrt(C) up to eps.
+    pub radius: RadiusStats,
+    /// After the gain and bias: how far they take the tokens off the sphere.
+    pub gain: AffineDrift,
+    /// The dimensions that move the tokens' squared radius most under the gain and bias, with
+    /// their share of that change (mean over tokens of |(g u + b)_j^2 - u_j^2|).
+    pub gain_dims: Vec<(usize, f64)>,
+    /// Per head (none for the final LayerNorm).
+    pub heads: Vec<HeadLens>,
+}
+
+/// The tokens' paths through depth (times 0..L, one per layer; the first `DEPTH_POINTS` tokens)
+/// against Brownian motion and the particles' attention flow, each with its verdict, or why it
+/// could not be fitted.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DepthFit {
+    pub brownian: Option<Brownian>,
+    pub flow: Option<Flow>,
+    pub verdicts: Vec<Verdict>,
+    pub errors: Vec<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Inspection {
+    pub model: String,
+    pub n_layer: usize,
+    pub n_head: usize,
+    pub d_model: usize,
+    pub vocab: usize,
+    pub context: usize,
+    pub tokens: Vec<u32>,
+    /// Each token's own text, as the tokenizer cut it.
+    pub pieces: Vec<String>,
+    /// Per layer 0..=L.
+    pub layers: Vec<LayerLens>,
+    pub depth: DepthFit,
+    /// After each token, the model's best candidates for the next one with their probabilities.
+    pub next: Vec<Vec<(String, f64)>>,
+}
+
+/// The text's tokens, refused when empty or longer than the model's context.
+pub fn tokens(p: &Pretrained, text: &str) -> Result<Vec<u32>> {
+    let ids = p.tokenizer.encode(text);
+    let t = p.model.cfg.context;
+    match ids.len() {
+        0 => Err(Error::Data("the text is empty: type something for the model to read".into())),
+        n if n > t => Err(Error::Data(format!("the text is {n} tokens, over the model's context of {t}: shorten it"))),
+        _ => Ok(ids),
+    }
+}
+
+/// The forward pass over `text` within `budget`: its tokens and what the pass kept.
+fn read(p: &Pretrained, text: &str, budget: u64) -> Result<(Vec<u32>, Cache<f32>)> {
+    let ids = tokens(p, text)?;
+    memory::check_read(&p.model.cfg, ids.len(), budget)?;
+    let cache = p.model.read(&ids)?;
+    Ok((ids, cache))
+}
+
+fn layer(model: &Model<f32>, cache: &Cache<f32>, l: usize) -> Result<LayerLens> {
+    let cfg = &model.cfg;
+    let (c, t, hs) = (cfg.d_model, cache.t, cfg.head_size());
+    let u = lens::sphere_points(cfg, cache, l)?;
+    let stream = &cache.resid[l];
+    let residual_norm =
+        stream.chunks_exact(c).map(|x| x.iter().map(|&v| (v as f64).powi(2)).sum::<f64>().sqrt()).sum::<f64>()
+            / t as f64;
+    let (gain, bias) = lens::layer_norm_affine(model, l)?;
+    let mut moved = vec![0.0; c];
+    for row in u.chunks_exact(c) {
+        for (j, m) in moved.iter_mut().enumerate() {
+            let y = gain[j] * row[j] + bias[j];
+            *m += (y * y - row[j] * row[j]).abs();
+        }
+    }
+    let total: f64 = moved.iter().sum();
+    let mut dims: Vec<(usize, f64)> = moved.iter().map(|&m| m / total.max(f64::MIN_POSITIVE)).enumerate().collect();
+    dims.sort_by(|a, b| b.1.total_cmp(&a.1));
+    dims.truncate(DIMS);
+    let mut heads = Vec::new();
+    if l < cfg.layers {
+        for h in 0..cfg.heads {
+            let p = lens::attention(cfg, cache, l, 0, h)?;
+            let (q, k) = lens::queries_keys(cfg, cache, l, 0, h)?;
+            let entropy = markov::row_entropy(&p, t).iter().sum::<f64>() / t as f64;
+            let kd = markov::kernel_distance(&p, &q, &k, t, hs, true)?;
+            let exps: Vec<f64> = k
+                .chunks_exact(hs)
+                .map(|kj| kj.iter().map(|x| x * x).sum::<f64>() / (2.0 * (hs as f64).sqrt()))
+                .collect();
+            let range = exps.iter().copied().fold(f64::NEG_INFINITY, f64::max)
+                - exps.iter().copied().fold(f64::INFINITY, f64::min);
+            heads.push(HeadLens {
+                head: h,
+                entropy,
+                kernel_tv_mean: kd.mean,
+                kernel_tv_max: kd.max,
+                key_norm_range: range,
+            });
+        }
+    }
+    Ok(LayerLens {
+        layer: l,
+        residual_norm,
+        radius: radius_stats(&u, c)?,
+        gain: affine_drift(&u, &gain, &bias, c)?,
+        gain_dims: dims,
+        heads,
+    })
+}
+
+/// Brownian motion and the particles' flow fitted to the tokens' paths through the layers.
+fn depth(model: &Model<f32>, cache: &Cache<f32>) -> DepthFit {
+    let cfg = &model.cfg;
+    let keep = DEPTH_POINTS.min(cache.t) * cfg.d_model;
+    let frames: Vec<Vec<f64>> = lens::depth_trajectory(cfg, cache).into_iter().map(|f| f[..keep].to_vec()).collect();
+    let times: Vec<f64> = (0..frames.len()).map(|l| l as f64).collect();
+    let mut out = DepthFit { brownian: None, flow: None, verdicts: vec![], errors: vec![] };
+    match brownian_of(&frames, &times, cfg.d_model, 0, (&[], 0), (0, DEPTH_RATE_DT)) {
+        Ok(b) => out.brownian = Some(b),
+        Err(e) => out.errors.push(format!("Brownian fit through depth: {e}")),
+    }
+    match flow_of(&frames, &times, cfg.d_model, (0, cfg.layers), &[], (0, DEPTH_RATE_DT)) {
+        Ok(f) => out.flow = Some(f),
+        Err(e) => out.errors.push(format!("particle flow through depth: {e}")),
+    }
+    let diffusion = out.brownian.as_ref().map(|b| brownian_over(b, Axis::Depth));
+    let flow = out.flow.as_ref().map(|f| flow_over(f, diffusion.as_ref().map(|v| v.agreement), Axis::Depth));
+    // A model read once does not change: its verdicts are final.
+    out.verdicts = diffusion.into_iter().chain(flow).map(|v| Verdict { settled: true, ..v }).collect();
+    out
+}
+
+/// Everything the lab shows for `text` read by `p`, within the memory `budget`.
+pub fn inspect(p: &Pretrained, text: &str, budget: u64) -> Result<Inspection> {
+    let (ids, cache) = read(p, text, budget)?;
+    let m = &p.model;
+    let cfg = &m.cfg;
+    let layers = (0..=cfg.layers).map(|l| layer(m, &cache, l)).collect::<Result<Vec<_>>>()?;
+    let choice = Choice::default();
+    let logits = m.logits(&cache);
+    let next = logits.chunks_exact(cfg.vocab).map(|row| top(&p.tokenizer, &choice.distribution(row), TOP));
+    Ok(Inspection {
+        model: p.name.clone(),
+        n_layer: cfg.layers,
+        n_head: cfg.heads,
+        d_model: cfg.d_model,
+        vocab: cfg.vocab,
+        context: cfg.context,
+        pieces: p.tokenizer.pieces(&ids),
+        tokens: ids,
+        layers,
+        depth: depth(m, &cache),
+        next: next.collect(),
+    })
+}
+
+/// The raw tensors of `text`'s forward pass as a safetensors file: `hidden.{i}` (T, C), the
+/// residual stream entering block i (i = L: the last block's output, before `ln_f`); `attn.{l}`
+/// (NH, T, T), layer l's attention probabilities; `logits` (T, V).
+pub fn dump(p: &Pretrained, text: &str, budget: u64) -> Result<Vec<u8>> {
+    let (ids, cache) = read(p, text, budget)?;
+    let (t, c, nh, v) = (ids.len(), p.model.cfg.d_model, p.model.cfg.heads, p.model.cfg.vocab);
+    let bytes = |xs: &[f32]| xs.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+    let mut tensors: Vec<(String, Vec<usize>, Vec<u8>)> = Vec::new();
+    for (i, x) in cache.resid.iter().enumerate() {
+        tensors.push((format!("hidden.{i}"), vec![t, c], bytes(x)));
+    }
+    for (l, b) in cache.blocks.iter().enumerate() {
+        tensors.push((format!("attn.{l}"), vec![nh, t, t], bytes(&b.att)));
+    }
+    tensors.push(("logits".into(), vec![t, v], bytes(&p.model.logits(&cache))));
+    let views = tensors
+        .iter()
+        .map(|(n, s, d)| safetensors::tensor::TensorView::new(safetensors::Dtype::F32, s.clone(), d).map(|v| (n, v)))
+        .collect::<std::result::Result<Vec<_>, _>>()
+        .map_err(|e| Error::Checkpoint(format!("cannot write the dump: {e}")))?;
+    safetensors::serialize(views, None).map_err(|e| Error::Checkpoint(format!("cannot write the dump: {e}")))
+}

@@ -1,0 +1,73 @@
+//! Real transformers in the lab: the GPT-2 family opened from Hugging Face's files (`config.json`
+//! and `model.safetensors`), read with GPT-2's own tokenizer, and seen through the lab's lenses.
+//!
+//! - `hf_config`: `config.json`, checked: what the engine runs exactly, or a refusal naming why.
+//! - `weights`: `model.safetensors` into the engine's layout (Conv1D transposed, `c_attn` split,
+//!   the head tied to the token embedding).
+//! - `tokenizer`: GPT-2's byte-level BPE (`tiktoken-rs`'s `r50k_base`).
+//! - `inspect`: a text through the model, measured at every layer and head.
+//!
+//! GPT-2 is the engine's own architecture (Pre-LN, tanh GELU, LayerNorm eps 1e-5, learned
+//! positions), so the loaded model runs through the same `Model::forward` the lab trains with.
+
+pub mod hf_config;
+pub mod inspect;
+pub mod tokenizer;
+pub mod weights;
+
+pub use hf_config::HfConfig;
+pub use inspect::{inspect, Inspection};
+pub use tokenizer::Tokenizer;
+
+use crate::error::Result;
+use crate::memory;
+use crate::model::Model;
+
+/// A loaded model: its weights in the engine's layout and the tokenizer that reads for it.
+#[derive(Debug)]
+pub struct Pretrained {
+    /// Where it came from (a folder, a file, a hub id), for the reports.
+    pub name: String,
+    pub model: Model<f32>,
+    pub tokenizer: Tokenizer,
+}
+
+impl Pretrained {
+    /// Opens a model from the bytes of its `config.json` and `model.safetensors` (what the page
+    /// fetches or the visitor picks). The memory budget decides before the weights are allocated.
+    pub fn from_bytes(name: &str, config_json: &[u8], safetensors: &[u8], budget: u64) -> Result<Pretrained> {
+        let cfg = HfConfig::parse(config_json)?.model_config()?;
+        memory::check_open(&cfg, safetensors.len() as u64, budget)?;
+        let (layout, params) = weights::read(&cfg, safetensors)?;
+        Ok(Pretrained { name: name.to_string(), model: Model { cfg, layout, params }, tokenizer: Tokenizer::gpt2() })
+    }
+
+    /// Opens `path`: a folder holding `config.json` and `model.safetensors`, or a `.safetensors`
+    /// file with `config.json` beside it.
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn open(path: &std::path::Path, budget: u64) -> Result<Pretrained> {
+        use crate::error::Error;
+        let (dir, file) = if path.is_dir() {
+            (path.to_path_buf(), path.join("model.safetensors"))
+        } else {
+            (path.parent().map_or_else(|| ".".into(), |p| p.to_path_buf()), path.to_path_buf())
+        };
+        let ext = file.extension().and_then(|e| e.to_str()).unwrap_or("");
+        if matches!(ext, "bin" | "pt" | "pth" | "ckpt") {
+            return Err(Error::Checkpoint(format!(
+                "{} is a PyTorch pickle; the lab reads only model.safetensors (the hub has it beside the .bin), \
+                 which cannot run code when it is opened",
+                file.display()
+            )));
+        }
+        let read = |p: &std::path::Path, what: &str| {
+            std::fs::read(p).map_err(|e| Error::Checkpoint(format!("cannot read {what} at {}: {e}", p.display())))
+        };
+        let config = read(&dir.join("config.json"), "the model's config.json")?;
+        // The budget is checked on the file's size before its bytes are read.
+        let cfg = HfConfig::parse(&config)?.model_config()?;
+        let size = std::fs::metadata(&file).map(|m| m.len()).unwrap_or(0);
+        memory::check_open(&cfg, size, budget)?;
+        Self::from_bytes(&path.display().to_string(), &config, &read(&file, "model.safetensors")?, budget)
+    }
+}

@@ -1,0 +1,163 @@
+//! GPT-2 opened from Hugging Face's files, end to end through `lab`: a random-weight GPT-2 in the
+//! hub's exact layout (`tests/gpt2/fixture.py`, both name layouts) read by `lab inspect --dump`
+//! and written by `lab sample --model`, against an independent numpy forward of GPT-2 (the same
+//! script); and every bad file refused with what is wrong. Needs python3 with numpy (Debian's
+//! python3-numpy, which `cargo xtask setup` installs; SPHEREWALK_PYTHON picks another).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use safetensors::SafeTensors;
+use serde_json::Value;
+
+const TEXT: &str = "The Brownian motion in the transformer model: a random walk on the sphere.";
+
+fn python() -> String {
+    std::env::var("SPHEREWALK_PYTHON").unwrap_or_else(|_| {
+        if Path::new("/usr/bin/python3").exists() { "/usr/bin/python3" } else { "python3" }.to_string()
+    })
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("spherewalk-gpt2-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn fixture(dir: &Path, args: &[&str]) {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/gpt2/fixture.py");
+    let out = Command::new(python()).arg(script).arg(dir).args(args).output().expect("python3 runs");
+    assert!(
+        out.status.success(),
+        "fixture.py failed (python3 with numpy needed): {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Runs `lab`; returns (success, stdout, stderr).
+fn lab(args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_lab")).args(args).output().unwrap();
+    (out.status.success(), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
+}
+
+fn tensors(path: &Path) -> HashMap<String, (Vec<usize>, Vec<f32>)> {
+    let bytes = std::fs::read(path).unwrap();
+    let st = SafeTensors::deserialize(&bytes).unwrap();
+    st.iter()
+        .map(|(name, t)| {
+            let data = t.data().chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
+            (name.to_string(), (t.shape().to_vec(), data))
+        })
+        .collect()
+}
+
+#[test]
+fn inspect_dump_equals_an_independent_gpt2_forward_in_both_hub_layouts() {
+    for layout in ["plain", "prefixed"] {
+        let dir = scratch(layout);
+        fixture(&dir, &["--layout", layout]);
+        let d = dir.to_str().unwrap();
+        let dump = dir.join("dump.safetensors");
+        let (ok, out, err) =
+            lab(&["inspect", "--model", d, "--text", TEXT, "--json", "--dump", dump.to_str().unwrap()]);
+        assert!(ok, "{err}");
+        let report: Value = serde_json::from_str(out.trim()).unwrap();
+        assert_eq!(report["n_layer"], 12);
+        let ids: Vec<u64> = report["tokens"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect();
+        let pieces: String = report["pieces"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+        assert_eq!(pieces, TEXT);
+        assert_eq!(report["layers"].as_array().unwrap().len(), 13);
+        let ids_arg = ids.iter().map(u64::to_string).collect::<Vec<_>>().join(",");
+        fixture(&dir, &["--layout", layout, "--reference", &ids_arg]);
+        let (ours, reference) = (tensors(&dump), tensors(&dir.join("reference.safetensors")));
+        assert_eq!(ours.len(), 13 + 12 + 1, "hidden.0..=12, attn.0..12, logits");
+        for (name, (shape, want)) in &reference {
+            let (our_shape, got) = &ours[name];
+            assert_eq!(our_shape, shape, "{name}");
+            let scale = want.iter().fold(0f32, |m, x| m.max(x.abs()));
+            let err = got.iter().zip(want).fold(0f32, |m, (a, b)| m.max((a - b).abs()));
+            assert!(err <= 1e-4 * scale, "{layout} {name}: max error {err:e} against a largest value of {scale}");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+#[test]
+fn greedy_writing_through_the_key_value_cache_equals_the_reference() {
+    let dir = scratch("greedy");
+    fixture(&dir, &[]);
+    let d = dir.to_str().unwrap();
+    let (ok, out, err) = lab(&["inspect", "--model", d, "--text", TEXT, "--json"]);
+    assert!(ok, "{err}");
+    let report: Value = serde_json::from_str(out.trim()).unwrap();
+    let ids: Vec<String> = report["tokens"].as_array().unwrap().iter().map(|v| v.to_string()).collect();
+    fixture(&dir, &["--reference", &ids.join(","), "--greedy", "12"]);
+    let greedy: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("greedy.json")).unwrap()).unwrap();
+    let (ok, out, err) =
+        lab(&["sample", "--model", d, "--prompt", TEXT, "--tokens", "12", "--temperature", "0", "--json"]);
+    assert!(ok, "{err}");
+    let sample: Value = serde_json::from_str(out.trim()).unwrap();
+    let (ours, want) = (sample["tokens"].as_array().unwrap(), greedy["tokens"].as_array().unwrap());
+    // Compared while the reference's best token beat its runner-up clearly (f32 against f64).
+    let clear = greedy["margins"].as_array().unwrap().iter().take_while(|m| m.as_f64().unwrap() > 1e-3).count();
+    assert!(clear >= 8, "only {clear} clear steps");
+    assert_eq!(ours[..clear], want[..clear]);
+    assert_eq!(sample["prompt"], TEXT);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn bad_models_are_refused_with_what_is_wrong() {
+    let dir = scratch("bad");
+    fixture(&dir, &[]);
+    let d = dir.to_str().unwrap();
+    let copy = |name: &str, edit: &dyn Fn(&Path)| {
+        let to = dir.join(name);
+        std::fs::create_dir_all(&to).unwrap();
+        for f in ["config.json", "model.safetensors"] {
+            std::fs::copy(dir.join(f), to.join(f)).unwrap();
+        }
+        edit(&to);
+        to.to_str().unwrap().to_string()
+    };
+    let truncated = copy("truncated", &|p| {
+        let f = std::fs::OpenOptions::new().write(true).open(p.join("model.safetensors")).unwrap();
+        f.set_len(f.metadata().unwrap().len() - 1000).unwrap();
+    });
+    let bert = copy("bert", &|p| {
+        let c = std::fs::read_to_string(p.join("config.json")).unwrap().replace("\"gpt2\"", "\"bert\"");
+        std::fs::write(p.join("config.json"), c).unwrap();
+    });
+    let wider = copy("wider", &|p| {
+        let c = std::fs::read_to_string(p.join("config.json")).unwrap().replace("\"n_embd\": 64", "\"n_embd\": 128");
+        std::fs::write(p.join("config.json"), c).unwrap();
+    });
+    let pickle = copy("pickle", &|p| std::fs::write(p.join("pytorch_model.bin"), b"PK\x03\x04").unwrap());
+    let pickle_bin = format!("{pickle}/pytorch_model.bin");
+    let nowhere = format!("{d}/nowhere");
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["inspect", "--model", &truncated, "--text", "a"], "truncated"),
+        (vec!["inspect", "--model", &bert, "--text", "a"], "model_type is \"bert\""),
+        (
+            vec!["inspect", "--model", &wider, "--text", "a"],
+            "wte.weight has shape [50257, 64], but config.json makes it [50257, 128]",
+        ),
+        (vec!["inspect", "--model", &pickle_bin, "--text", "a"], "PyTorch pickle"),
+        (vec!["inspect", "--model", d, "--text", "a", "--memory-limit-mib", "20"], "over the memory limit of 20.0 MiB"),
+        (vec!["inspect", "--model", d, "--text", ""], "the text is empty"),
+        (vec!["inspect", "--model", &nowhere, "--text", "a"], "cannot read"),
+        (vec!["sample", "--model", d, "--top-p", "2"], "top_p"),
+    ];
+    let long = "word ".repeat(200);
+    let too_long = vec!["inspect", "--model", d, "--text", &long];
+    let short = "word ".repeat(100);
+    let heavy = vec!["inspect", "--model", d, "--text", &short, "--memory-limit-mib", "40"];
+    let more = [(too_long, "over the model's context of 128"), (heavy, "reading 101 tokens needs about")];
+    for (args, want) in cases.into_iter().chain(more) {
+        let (ok, _, err) = lab(&args);
+        assert!(!ok && err.contains(want), "{args:?}: {err}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
