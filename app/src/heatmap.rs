@@ -268,6 +268,7 @@ pub fn AttentionPanel(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                 aria-label=move || format!("attention heatmap of layer {}, head {}, to the power {}", layer.get(), head.get(), k.get())
                 aria-describedby="attention-hover"
                 data-entropy=move || entropy.get().map(|h| format!("{h:.4}")).unwrap_or_default()
+                data-labels=move || labels.with(|l| l.join("\u{1f}"))
                 data-grid=move || layout.get().map(|l| format!("{},{},{}", l.x0, l.y0, l.cell)).unwrap_or_default()
                 data-hover-p=move || hover.get().map(|(_, _, p)| format!("{p:e}")).unwrap_or_default()
                 on:pointermove=on_move

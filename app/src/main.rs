@@ -41,6 +41,7 @@ mod export;
 mod heatmap;
 mod lab;
 mod lead;
+mod model_panel;
 mod panels;
 mod script_api;
 mod settings_panel;
@@ -294,9 +295,10 @@ fn App() -> impl IntoView {
         Some(lead::yardsticks(vocab, &lab.baselines.get()?))
     };
     view! {
-        <main class="lab">
+        <main class="lab" class:model-mode=move || lab.real.mode.get() == lab::real_model::Mode::Model>
             <header>
                 <h1>"Spherewalk"</h1>
+                <model_panel::ModeSwitch lab=lab />
                 <p class="subtitle" id="lead">
                     {move || lead::sentence(&lab.settings.get())}
                 </p>
@@ -534,6 +536,9 @@ fn App() -> impl IntoView {
             // The picture first: at 1280x800 the sphere, the loss and the attention share the first screen.
             <div class="stage">
                 <SphereView lab=lab dark=dark />
+                <Show when=move || lab.real.mode.get() == lab::real_model::Mode::Model>
+                    <model_panel::ModelPanel lab=lab />
+                </Show>
                 <div class="stage-column">
                     <LossPanel lab=lab dark=dark />
                     <WritingPanel lab=lab />

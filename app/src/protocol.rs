@@ -4,6 +4,7 @@
 //! typed arrays, whose buffers are transferred rather than copied.
 
 use engine::data::baseline::BaselineLoss;
+use engine::pretrained::Inspection;
 use engine::sample::{Sample, SampleSpec};
 use engine::session::bench::{BenchResult, BenchSpec};
 use engine::session::{BackendChoice, DiagPoint, Experiment, Metrics, Panels, Writing, Written};
@@ -86,6 +87,21 @@ pub enum Command {
     Bench {
         spec: BenchSpec,
     },
+    /// Opens a GPT-2 from its config.json and model.safetensors (bulk arrays 0 and 1); answered by
+    /// `Event::Opened`. The run, if any, is kept.
+    OpenModel {
+        name: String,
+    },
+    /// The opened model reads `text`: answered by `Event::Reading` with the same `id`.
+    Read {
+        text: String,
+        id: u64,
+    },
+    /// What the opened model writes: answered by `Event::Samples` with the same `id`.
+    SampleModel {
+        spec: SampleSpec,
+        id: u64,
+    },
     /// From the training worker to its second worker (`shard_pool`): shards `from..to` of a step
     /// of this model and batch; the weights, tokens and targets are bulk arrays 0, 1 and 2.
     Shard {
@@ -127,6 +143,18 @@ impl Phase {
             Phase::Failed => "Retry",
         }
     }
+}
+
+/// A model opened from its files: where it came from and its sizes.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct OpenedModel {
+    pub name: String,
+    pub layers: usize,
+    pub heads: usize,
+    pub d_model: usize,
+    pub vocab: usize,
+    pub context: usize,
+    pub params: usize,
 }
 
 /// The worker to the page.
@@ -228,6 +256,18 @@ pub enum Event {
     /// What `Command::Bench` measured.
     Bench {
         result: BenchResult,
+    },
+    /// What became of `Command::OpenModel`: the model open now (the new one, or the one before
+    /// when the new one was refused and both fitted), and why the new one was refused.
+    Opened {
+        open: Option<OpenedModel>,
+        error: Option<String>,
+    },
+    /// The answer to `Command::Read`: the inspection and the panels that draw it (their `sphere`
+    /// and `attention` are bulk arrays 0 and 1).
+    Reading {
+        id: u64,
+        result: Result<(Box<Inspection>, Box<Panels>), String>,
     },
     /// The shards of a `Command::Shard`, with their scored tokens; each one's gradient and target
     /// probabilities are bulk arrays 2i and 2i + 1.

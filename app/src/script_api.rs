@@ -16,6 +16,10 @@
 //! - `sample({prompt, tokens, temperature, top_k, top_p, seed, samples})`: what the page's current
 //!   model writes (each field optional); resolves to the objects `lab sample --json` prints, one per
 //!   sample: `{prompt, seed, text, tokens, steps: [{token, text, p, top: [[text, p], ...]}]}`.
+//! - `inspect(text)`: the real model opened in the page ("Open a real model") reads `text`;
+//!   resolves to the object `lab inspect --json` prints (`tokens`, `pieces`, `n_layer`, `layers`
+//!   with the radius and kernel statistics and the entropy per head, `depth`, `next`), and the
+//!   page's views show the reading.
 //! - `experiment()`: the page's experiment as JSON text (for `lab train --config`).
 //! - `version`: the engine's version.
 //! - `testing.slowWorker(factor)`, `testing.trapWorker()` and `testing.trapSecondWorker()`: the
@@ -176,6 +180,10 @@ pub fn install(lab: Lab) {
     set(&api, "bench", &bench.into_js_value());
     let sample = Closure::<dyn Fn(JsValue) -> Promise>::new(move |spec| sample(lab, spec));
     set(&api, "sample", &sample.into_js_value());
+    let inspect = Closure::<dyn Fn(String) -> Promise>::new(move |text: String| {
+        Promise::new(&mut |resolve, reject| crate::lab::real_model::script_read(lab, text.clone(), resolve, reject))
+    });
+    set(&api, "inspect", &inspect.into_js_value());
     let experiment = Closure::<dyn Fn() -> Result<String, JsValue>>::new(move || {
         lab.experiment().map(|e| e.to_json()).map_err(|e| js_sys::Error::new(&e).into())
     });

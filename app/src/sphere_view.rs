@@ -248,7 +248,12 @@ pub fn SphereView(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                 let d = depth.min(s.layers);
                 let name =
                     if d == s.layers { "after the final LayerNorm".to_string() } else { format!("into layer {d}") };
-                Some(format!("{}, {name}: one dot per character", step_text(m.step)))
+                Some(match lab.real.mode.get_untracked() {
+                    crate::lab::real_model::Mode::Model => format!("The text {name}: one dot per token"),
+                    crate::lab::real_model::Mode::Train => {
+                        format!("{}, {name}: one dot per character", step_text(m.step))
+                    }
+                })
             });
             row.with(|row| {
                 colors.with(|colors| {

@@ -30,6 +30,13 @@ pub const DEFAULT_BUDGET: u64 = 1 << 30;
 #[cfg(not(target_arch = "wasm32"))]
 pub const DEFAULT_BUDGET: u64 = 16 << 30;
 
+/// What opening a real model (`pretrained`) may take: in a tab, most of wasm32's 4 GiB (the weights
+/// and, while they are read, the file: gpt2 and gpt2-medium fit, gpt2-large does not).
+#[cfg(target_arch = "wasm32")]
+pub const MODEL_BUDGET: u64 = 3 << 30;
+#[cfg(not(target_arch = "wasm32"))]
+pub const MODEL_BUDGET: u64 = DEFAULT_BUDGET;
+
 /// Bytes of each part of a run, f32 throughout.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Estimate {

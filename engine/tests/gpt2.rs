@@ -161,3 +161,34 @@ fn bad_models_are_refused_with_what_is_wrong() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn the_page_view_holds_every_depth_head_and_piece() {
+    use engine::pretrained::{view::view, Pretrained};
+    let dir = scratch("view");
+    fixture(&dir, &[]);
+    let p = Pretrained::open(&dir, 1 << 30).unwrap();
+    let (inspection, panels) = view(&p, TEXT, 1 << 30).unwrap();
+    let t = inspection.tokens.len();
+    assert_eq!((panels.layers, panels.heads, panels.context, panels.frames()), (12, 4, t, 1));
+    assert_eq!(panels.symbols.concat(), TEXT);
+    assert_eq!(panels.sphere.len(), 13 * t * 3);
+    for depth in 0..=12 {
+        let on_unit_sphere =
+            panels.points(depth, 0).iter().all(|p| (p.iter().map(|x| x * x).sum::<f64>() - 1.0).abs() < 1e-4);
+        assert!(on_unit_sphere, "depth {depth}");
+    }
+    // Head 3 of layer 5 is that head's attention: causal, rows of probabilities.
+    let a = panels.attention_of(5, 3);
+    assert_eq!(a.len(), t * t);
+    for (i, row) in a.chunks_exact(t).enumerate() {
+        assert!((row.iter().sum::<f32>() - 1.0).abs() < 1e-4 && row[i + 1..].iter().all(|&x| x == 0.0));
+    }
+    let v = &panels.verdicts;
+    assert!(v.sphere.as_ref().unwrap().sentence.starts_with("On the sphere"));
+    assert!(v.markov.as_ref().unwrap().sentence.starts_with("A Markov chain"));
+    assert!([&v.sphere, &v.markov, &v.kernel, &v.brownian, &v.flow]
+        .iter()
+        .all(|x| x.as_ref().is_some_and(|x| x.settled)));
+    let _ = std::fs::remove_dir_all(&dir);
+}

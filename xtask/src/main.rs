@@ -541,6 +541,12 @@ impl Ctx {
 
     fn browser_test(&self) -> Result {
         let dist = self.root.join("dist");
+        // The random-weight GPT-2 the page opens, under the hub's path layout (never the network).
+        let hub = dist.join("hub/spherewalk/gpt2-fixture/resolve/main");
+        let python = if Path::new("/usr/bin/python3").exists() { "/usr/bin/python3" } else { "python3" };
+        let mut fixture = self.cmd(python);
+        fixture.arg(self.root.join("engine/tests/gpt2/fixture.py")).arg(&hub);
+        self.run("the GPT-2 fixture (numpy)", fixture)?;
         let listener = TcpListener::bind("127.0.0.1:0")?;
         let addr = listener.local_addr()?;
         let url = format!("http://{addr}/");

@@ -90,7 +90,12 @@ impl Lab {
                 panels.sphere = protocol::floats_of(bulk.first());
                 panels.attention = protocol::floats_of(bulk.get(1));
                 self.entropy.set(panels.entropy.iter().map(|e| (e.step, e.layers.clone())).collect());
-                self.panels.set(Some(*panels));
+                super::real_model::on_run_panels(self, *panels);
+            }
+            Event::Opened { open, error } => super::real_model::on_opened(self, open, error),
+            Event::Reading { id, result } => super::real_model::on_reading(self, id, result, &bulk),
+            Event::Samples { id, result } if id >= super::real_model::MODEL_IDS => {
+                super::real_model::on_samples(self, result)
             }
             Event::Written { written } => self.writing.history.update(|h| {
                 h.retain(|w| written.iter().all(|n| n.step != w.step));

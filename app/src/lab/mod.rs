@@ -7,11 +7,13 @@
 //! Here the state and the commands; `events` turns the worker's events into signals, `backend` is
 //! where training runs (the visitor's choice and what the page says about it), `race` the rivals'
 //! workers of a race, which every command reaches too, `writing` what the model writes (the
-//! samples kept, the writing controls, "Write more").
+//! samples kept, the writing controls, "Write more"), `real_model` the page's second mode (a GPT-2
+//! opened from its files: fetching them, and what it read and wrote).
 
 mod backend;
 mod events;
 pub mod race;
+pub mod real_model;
 pub mod writing;
 
 pub use backend::{gpu_copy_note, BackendChoice};
@@ -156,6 +158,8 @@ pub struct Lab {
     pub writing: writing::WritingState,
     /// The built-in English text, once fetched from the page's own server (`data/austen.txt`).
     pub corpus: RwSignal<Option<Result<String, String>>>,
+    /// The page's second mode: a real model (`real_model`).
+    pub real: real_model::RealModel,
 }
 
 impl Lab {
@@ -204,6 +208,7 @@ impl Lab {
             baselines: RwSignal::new(None),
             writing: writing::WritingState::new(),
             corpus: RwSignal::new(None),
+            real: real_model::RealModel::new(),
         };
         lab.spawn_worker();
         lab

@@ -10,8 +10,9 @@
 //! decide when the page hears about the numbers; the numbers follow the session's step schedule.
 //!
 //! Here the worker's state and its commands; `running` the loop that steps and posts, `saving` the
-//! run in IndexedDB and as files.
+//! run in IndexedDB and as files, `reading` a real model opened beside the run.
 
+mod reading;
 mod running;
 mod saving;
 
@@ -145,6 +146,8 @@ struct Worker {
     /// The step of the last written sample posted; a new one is due to the page.
     written_sent: Option<usize>,
     written_due: bool,
+    /// A real model opened beside the run (the page's "Open a model").
+    pretrained: Option<engine::pretrained::Pretrained>,
 }
 
 impl Worker {
@@ -176,6 +179,7 @@ impl Worker {
             shard_worker: None,
             written_sent: None,
             written_due: false,
+            pretrained: None,
         }
     }
 
@@ -333,6 +337,9 @@ impl Worker {
             Command::ProbeAdapter => self.probe_adapter().await,
             Command::Bench { spec } => self.bench(spec).await,
             Command::Shard { model, batch, from, to } => self.shard(*model, batch, from..to, &bulk),
+            Command::OpenModel { name } => self.open_model(name, &bulk),
+            Command::Read { text, id } => self.read(&text, id),
+            Command::SampleModel { spec, id } => self.sample_model(&spec, id),
         }
     }
 

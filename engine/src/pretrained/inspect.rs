@@ -101,7 +101,7 @@ pub fn tokens(p: &Pretrained, text: &str) -> Result<Vec<u32>> {
 }
 
 /// The forward pass over `text` within `budget`: its tokens and what the pass kept.
-fn read(p: &Pretrained, text: &str, budget: u64) -> Result<(Vec<u32>, Cache<f32>)> {
+pub(super) fn read(p: &Pretrained, text: &str, budget: u64) -> Result<(Vec<u32>, Cache<f32>)> {
     let ids = tokens(p, text)?;
     memory::check_read(&p.model.cfg, ids.len(), budget)?;
     let cache = p.model.read(&ids)?;
@@ -185,11 +185,16 @@ fn depth(model: &Model<f32>, cache: &Cache<f32>) -> DepthFit {
 /// Everything the lab shows for `text` read by `p`, within the memory `budget`.
 pub fn inspect(p: &Pretrained, text: &str, budget: u64) -> Result<Inspection> {
     let (ids, cache) = read(p, text, budget)?;
+    measure(p, ids, &cache)
+}
+
+/// The inspection of tokens `ids` from their forward pass `cache`.
+pub(super) fn measure(p: &Pretrained, ids: Vec<u32>, cache: &Cache<f32>) -> Result<Inspection> {
     let m = &p.model;
     let cfg = &m.cfg;
-    let layers = (0..=cfg.layers).map(|l| layer(m, &cache, l)).collect::<Result<Vec<_>>>()?;
+    let layers = (0..=cfg.layers).map(|l| layer(m, cache, l)).collect::<Result<Vec<_>>>()?;
     let choice = Choice::default();
-    let logits = m.logits(&cache);
+    let logits = m.logits(cache);
     let next = logits.chunks_exact(cfg.vocab).map(|row| top(&p.tokenizer, &choice.distribution(row), TOP));
     Ok(Inspection {
         model: p.name.clone(),
@@ -201,7 +206,7 @@ pub fn inspect(p: &Pretrained, text: &str, budget: u64) -> Result<Inspection> {
         pieces: p.tokenizer.pieces(&ids),
         tokens: ids,
         layers,
-        depth: depth(m, &cache),
+        depth: depth(m, cache),
         next: next.collect(),
     })
 }

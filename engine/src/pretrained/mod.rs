@@ -6,6 +6,7 @@
 //!   the head tied to the token embedding).
 //! - `tokenizer`: GPT-2's byte-level BPE (`tiktoken-rs`'s `r50k_base`).
 //! - `inspect`: a text through the model, measured at every layer and head.
+//! - `view`: the same reading as the page's panels draw it (sphere, attention) with verdicts.
 //!
 //! GPT-2 is the engine's own architecture (Pre-LN, tanh GELU, LayerNorm eps 1e-5, learned
 //! positions), so the loaded model runs through the same `Model::forward` the lab trains with.
@@ -13,6 +14,7 @@
 pub mod hf_config;
 pub mod inspect;
 pub mod tokenizer;
+pub mod view;
 pub mod weights;
 
 pub use hf_config::HfConfig;
@@ -36,10 +38,17 @@ impl Pretrained {
     /// Opens a model from the bytes of its `config.json` and `model.safetensors` (what the page
     /// fetches or the visitor picks). The memory budget decides before the weights are allocated.
     pub fn from_bytes(name: &str, config_json: &[u8], safetensors: &[u8], budget: u64) -> Result<Pretrained> {
-        let cfg = HfConfig::parse(config_json)?.model_config()?;
-        memory::check_open(&cfg, safetensors.len() as u64, budget)?;
+        let cfg = Self::check(config_json, safetensors.len() as u64, budget)?;
         let (layout, params) = weights::read(&cfg, safetensors)?;
         Ok(Pretrained { name: name.to_string(), model: Model { cfg, layout, params }, tokenizer: Tokenizer::gpt2() })
+    }
+
+    /// The model `config_json` describes, if it is one the engine runs and its weights with a file
+    /// of `file_bytes` fit `budget`: what opening it checks before anything is allocated.
+    pub fn check(config_json: &[u8], file_bytes: u64, budget: u64) -> Result<crate::config::ModelConfig> {
+        let cfg = HfConfig::parse(config_json)?.model_config()?;
+        memory::check_open(&cfg, file_bytes, budget)?;
+        Ok(cfg)
     }
 
     /// Opens `path`: a folder holding `config.json` and `model.safetensors`, or a `.safetensors`
@@ -65,9 +74,7 @@ impl Pretrained {
         };
         let config = read(&dir.join("config.json"), "the model's config.json")?;
         // The budget is checked on the file's size before its bytes are read.
-        let cfg = HfConfig::parse(&config)?.model_config()?;
-        let size = std::fs::metadata(&file).map(|m| m.len()).unwrap_or(0);
-        memory::check_open(&cfg, size, budget)?;
+        Self::check(&config, std::fs::metadata(&file).map(|m| m.len()).unwrap_or(0), budget)?;
         Self::from_bytes(&path.display().to_string(), &config, &read(&file, "model.safetensors")?, budget)
     }
 }

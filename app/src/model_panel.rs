@@ -1,0 +1,217 @@
+//! The page's second mode on screen: the switch between training and a real model, and the panel
+//! that opens a GPT-2 (by its hub id or from files), takes a text, and shows what the engine
+//! measured: the BPE pieces, every layer's radius check and heads, the depth verdicts and what the
+//! model expects and writes next. The sphere and the heatmap beside it draw the same reading.
+
+use leptos::prelude::*;
+
+use crate::lab::real_model::{self, Mode, WRITE_TOKENS};
+use crate::lab::Lab;
+use crate::panels::verdict_line;
+// Spaces made visible in a BPE piece (GPT-2's pieces carry their leading space).
+use crate::token_style::glyph as shown;
+
+#[component]
+pub fn ModeSwitch(lab: Lab) -> impl IntoView {
+    let mode = lab.real.mode;
+    let tab = move |id: &'static str, which: Mode, label: &'static str| {
+        view! {
+            <button
+                id=id
+                type="button"
+                role="tab"
+                class="mode"
+                aria-selected=move || (mode.get() == which).to_string()
+                on:click=move |_| real_model::set_mode(lab, which)
+            >
+                {label}
+            </button>
+        }
+    };
+    view! {
+        <div class="mode-switch" role="tablist" aria-label="what the page does">
+            {tab("mode-train", Mode::Train, "Train a small model")}
+            {tab("mode-model", Mode::Model, "Open a real model (GPT-2)")}
+        </div>
+    }
+}
+
+#[component]
+pub fn ModelPanel(lab: Lab) -> impl IntoView {
+    let m = lab.real;
+    let on_files = move |ev: leptos::ev::Event| {
+        let input: web_sys::HtmlInputElement = event_target(&ev);
+        let Some(list) = input.files() else { return };
+        let files = (0..list.length()).filter_map(|i| list.get(i)).collect();
+        input.set_value("");
+        real_model::open_files(lab, files);
+    };
+    let opened_line = move || {
+        m.opened.get().map(|o| {
+            format!(
+                "{}: {} layers, {} heads, width {}, context {} tokens, {:.1}M weights, running in this tab on the CPU.",
+                o.name,
+                o.layers,
+                o.heads,
+                o.d_model,
+                o.context,
+                o.params as f64 / 1e6
+            )
+        })
+    };
+    let progress_line = move || {
+        m.progress.get().map(|p| match p.total {
+            Some(t) => format!("{}: {:.1} of {:.1} MB", p.what, p.loaded / 1e6, t / 1e6),
+            None if p.loaded > 0.0 => format!("{}: {:.1} MB", p.what, p.loaded / 1e6),
+            None => p.what,
+        })
+    };
+    let pieces = move || {
+        m.reading.with(|r| {
+            r.as_ref().map(|r| r.pieces.iter().map(|p| view! { <span class="piece">{shown(p)}</span> }).collect_view())
+        })
+    };
+    let next_line = move || {
+        m.reading.with(|r| {
+            let r = r.as_ref()?;
+            let (last, piece) = (r.next.last()?, r.pieces.last()?);
+            let c: Vec<String> = last.iter().map(|(t, p)| format!("\"{}\" {:.0}%", shown(t), 100.0 * p)).collect();
+            Some(format!("After \"{}\" the model expects: {}", shown(piece), c.join(", ")))
+        })
+    };
+    let rows = move || {
+        m.reading.with(|r| {
+            r.as_ref().map(|r| {
+                r.layers
+                    .iter()
+                    .map(|l| {
+                        let name = if l.layer == r.n_layer { "final".to_string() } else { l.layer.to_string() };
+                        let ent: Vec<f64> = l.heads.iter().map(|h| h.entropy).collect();
+                        let tv: Vec<f64> = l.heads.iter().map(|h| h.kernel_tv_mean).collect();
+                        let span = |v: &[f64]| match v.is_empty() {
+                            true => "-".to_string(),
+                            false => {
+                                let (lo, hi) = v.iter().fold((f64::MAX, f64::MIN), |a, &x| (a.0.min(x), a.1.max(x)));
+                                format!("{:.2} ({lo:.2}-{hi:.2})", v.iter().sum::<f64>() / v.len() as f64)
+                            }
+                        };
+                        view! {
+                            <tr>
+                                <th scope="row">{name}</th>
+                                <td>{format!("{:.1}", l.residual_norm)}</td>
+                                <td>{format!("{:.1e}", l.radius.max_rel_err)}</td>
+                                <td>{format!("{:.0}%", 100.0 * l.gain.mean_rel_offset)}</td>
+                                <td>{span(&ent)}</td>
+                                <td>{span(&tv)}</td>
+                            </tr>
+                        }
+                    })
+                    .collect_view()
+            })
+        })
+    };
+    let panels_verdict = move |f: fn(&engine::session::Verdicts) -> Option<engine::session::Verdict>| {
+        move || {
+            m.reading
+                .with(Option::is_some)
+                .then(|| lab.panels.with(|p| p.as_ref().and_then(|p| f(&p.verdicts))))
+                .flatten()
+        }
+    };
+    view! {
+        <section id="panel-model" class="panel model-open" aria-label="a real model">
+            <h2>"A real model: GPT-2"</h2>
+            <p class="caption">
+                "GPT-2 as Hugging Face keeps it (config.json and model.safetensors; about 0.5 GB to download and to \
+                 store for gpt2), fetched by its id or picked from your disk. It runs here, in this tab, on the \
+                 CPU; the browser keeps the files for the next visit."
+            </p>
+            <div class="row">
+                <label for="hub-id">"Model id "</label>
+                <input
+                    id="hub-id"
+                    type="text"
+                    spellcheck="false"
+                    prop:value=move || m.hub_id.get()
+                    on:input=move |ev| m.hub_id.set(event_target_value(&ev))
+                />
+                <button id="hub-fetch" type="button" on:click=move |_| real_model::fetch_hub(lab)>
+                    "Fetch"
+                </button>
+                <label for="model-files">" or your files "</label>
+                <input id="model-files" type="file" multiple accept=".json,.safetensors,.bin" on:change=on_files />
+            </div>
+            <Show when=move || m.progress.with(Option::is_some)>
+                <div class="row" id="model-download">
+                    <progress
+                        id="model-progress"
+                        max=move || m.progress.with(|p| p.as_ref().and_then(|p| p.total).unwrap_or(1.0))
+                        value=move || m.progress.with(|p| p.as_ref().map_or(0.0, |p| p.loaded))
+                    ></progress>
+                    <span class="note">{progress_line}</span>
+                    <button id="model-cancel" type="button" on:click=move |_| real_model::cancel(lab)>
+                        "Cancel"
+                    </button>
+                </div>
+            </Show>
+            <Show when=move || m.busy.with(Option::is_some)>
+                <p id="model-busy" class="note" role="status">{move || m.busy.get().unwrap_or_default() + "..."}</p>
+            </Show>
+            {move || match m.message.get() {
+                Some(Ok(note)) => view! { <p id="model-message" class="note">{note}</p> }.into_any(),
+                Some(Err(e)) => view! { <p id="model-error" class="error" role="alert">{e}</p> }.into_any(),
+                None => ().into_any(),
+            }}
+            <Show when=move || m.opened.with(Option::is_some)>
+                <p id="model-opened">{opened_line}</p>
+                <label for="model-text">"The text it reads"</label>
+                <textarea
+                    id="model-text"
+                    rows="2"
+                    prop:value=move || m.text.get()
+                    on:input=move |ev| m.text.set(event_target_value(&ev))
+                ></textarea>
+                <div class="row">
+                    <button id="model-read" type="button" on:click=move |_| real_model::read(lab)>
+                        "Read"
+                    </button>
+                    <button id="model-write" type="button" on:click=move |_| real_model::write(lab)>
+                        {format!("Write {WRITE_TOKENS} tokens")}
+                    </button>
+                </div>
+            </Show>
+            <Show when=move || m.reading.with(Option::is_some)>
+                <p class="caption">"The tokens as GPT-2 cuts them (␣ is a space):"</p>
+                <p id="model-tokens" class="pieces">{pieces}</p>
+                <p id="model-next">{next_line}</p>
+                <Show when=move || m.written.with(Option::is_some)>
+                    <p id="model-written">
+                        <span class="prompt">{move || m.written.with(|w| w.as_ref().map(|w| w.prompt.clone()))}</span>
+                        <strong>{move || m.written.with(|w| w.as_ref().map(|w| w.text.clone()))}</strong>
+                    </p>
+                </Show>
+                {verdict_line("model-kernel".into(), panels_verdict(|v| v.kernel.clone()))}
+                {verdict_line("model-brownian".into(), panels_verdict(|v| v.brownian.clone()))}
+                {verdict_line("model-flow".into(), panels_verdict(|v| v.flow.clone()))}
+                <table id="model-layers">
+                    <caption>
+                        "Every layer: the stream's length before LayerNorm, how close LayerNorm puts each token to \
+                         the sphere (largest relative error), how far the gain then moves them, and per head the \
+                         attention's entropy (nats) and its distance to the Gaussian kernel (mean, lowest-highest)"
+                    </caption>
+                    <thead>
+                        <tr>
+                            <th scope="col">"layer"</th>
+                            <th scope="col">"|x|"</th>
+                            <th scope="col">"off the sphere"</th>
+                            <th scope="col">"after the gain"</th>
+                            <th scope="col">"entropy"</th>
+                            <th scope="col">"kernel TV"</th>
+                        </tr>
+                    </thead>
+                    <tbody>{rows}</tbody>
+                </table>
+            </Show>
+        </section>
+    }
+}

@@ -1,0 +1,70 @@
+//! The worker's second mode: a real model (GPT-2 from Hugging Face's files) opened beside the
+//! run, reading the visitor's texts and writing after them. The engine does the work
+//! (`engine::pretrained`); here it is received, kept and answered.
+
+use engine::memory::MODEL_BUDGET;
+use engine::pretrained::{view, Pretrained};
+use engine::sample::{self, SampleSpec};
+use wasm_bindgen::JsValue;
+
+use super::Worker;
+use crate::protocol::{self, Event, OpenedModel};
+
+fn summary(p: &Pretrained) -> OpenedModel {
+    let cfg = &p.model.cfg;
+    OpenedModel {
+        name: p.name.clone(),
+        layers: cfg.layers,
+        heads: cfg.heads,
+        d_model: cfg.d_model,
+        vocab: cfg.vocab,
+        context: cfg.context,
+        params: p.model.params.len(),
+    }
+}
+
+impl Worker {
+    /// Opens the model whose config.json and model.safetensors are `bulk` 0 and 1. The model open
+    /// now stays open until the new one has opened, when memory allows both; a bad file then loses
+    /// nothing.
+    pub(super) fn open_model(&mut self, name: String, bulk: &[JsValue]) {
+        let (config, weights) = (protocol::bytes_of(bulk.first()), protocol::bytes_of(bulk.get(1)));
+        let held = self.pretrained.as_ref().map_or(0, |p| 4 * p.model.params.len() as u64);
+        let fits_beside =
+            held > 0 && Pretrained::check(&config, weights.len() as u64, MODEL_BUDGET.saturating_sub(held)).is_ok();
+        if !fits_beside {
+            self.pretrained = None;
+        }
+        let error = match Pretrained::from_bytes(&name, &config, &weights, MODEL_BUDGET) {
+            Ok(p) => {
+                self.pretrained = Some(p);
+                None
+            }
+            Err(e) => Some(e.to_string()),
+        };
+        self.post(Event::Opened { open: self.pretrained.as_ref().map(summary), error });
+    }
+
+    pub(super) fn read(&mut self, text: &str, id: u64) {
+        let Some(p) = self.pretrained.as_ref() else {
+            return self.post(Event::Reading { id, result: Err("open a model first".into()) });
+        };
+        match view::view(p, text, MODEL_BUDGET) {
+            Ok((inspection, mut panels)) => {
+                let bulk = vec![protocol::floats(&panels.sphere), protocol::floats(&panels.attention)];
+                (panels.sphere, panels.attention) = (vec![], vec![]);
+                let result = Ok((Box::new(inspection), Box::new(panels)));
+                self.post_with(&Event::Reading { id, result }, bulk);
+            }
+            Err(e) => self.post(Event::Reading { id, result: Err(e.to_string()) }),
+        }
+    }
+
+    pub(super) fn sample_model(&mut self, spec: &SampleSpec, id: u64) {
+        let result = match self.pretrained.as_ref() {
+            Some(p) => sample::generate(&p.model, &p.tokenizer, spec).map_err(|e| e.to_string()),
+            None => Err("open a model first".into()),
+        };
+        self.post(Event::Samples { id, result });
+    }
+}

@@ -1,0 +1,127 @@
+//! A loaded model's reading as the page's own views draw it: one frame of `session::Panels` (the
+//! tokens on the sphere at every depth in that depth's 3-D principal view, every head's attention)
+//! with the verdicts in words, so the sphere and the heatmap show GPT-2 as they show the lab's runs.
+
+use super::inspect::{measure, read, Inspection};
+use super::Pretrained;
+use crate::error::Result;
+use crate::science::markov::{self, Validity};
+use crate::science::{cache as lens, sphere};
+use crate::session::{Agreement, Panels, Verdict, Verdicts};
+
+/// The inspection of `text` and its panels, from one forward pass.
+pub fn view(p: &Pretrained, text: &str, budget: u64) -> Result<(Inspection, Panels)> {
+    let (ids, cache) = read(p, text, budget)?;
+    let inspection = measure(p, ids, &cache)?;
+    let cfg = &p.model.cfg;
+    let (t, dim) = (cache.t, cfg.d_model);
+    let mut out = Panels {
+        layers: cfg.layers,
+        heads: cfg.heads,
+        context: t,
+        d_model: dim,
+        vocab: cfg.vocab,
+        tokens: inspection.tokens.clone(),
+        symbols: inspection.pieces.clone(),
+        steps: vec![0],
+        ..Panels::default()
+    };
+    // Each depth's view starts from the one before, so the slider through depth does not flip it.
+    let mut previous: Option<Vec<f64>> = None;
+    for depth in 0..=cfg.layers {
+        let points = lens::sphere_points(cfg, &cache, depth)?;
+        let view = sphere::project3(&points, dim, previous.as_deref())?;
+        out.explained.push(view.explained.iter().sum());
+        out.sphere.extend(view.points.iter().flat_map(|p| p.map(|x| x as f32)));
+        previous = Some(view.components);
+    }
+    let mut worst_row = 0.0f64;
+    for block in &cache.blocks {
+        out.attention.extend_from_slice(&block.att);
+        for p in block.att.chunks_exact(t * t) {
+            let p: Vec<f64> = p.iter().map(|&x| x as f64).collect();
+            if let Validity::Ok { max_row_error } = markov::check(&p, t, 1e-4) {
+                worst_row = worst_row.max(max_row_error);
+            } else {
+                worst_row = f64::INFINITY;
+            }
+        }
+    }
+    out.verdicts = Verdicts {
+        sphere: Some(on_sphere(&inspection)),
+        markov: Some(markov_chain(worst_row, t)),
+        kernel: Some(kernel(&inspection)),
+        brownian: inspection.depth.verdicts.first().cloned(),
+        flow: inspection.depth.verdicts.get(1).cloned(),
+        ..Verdicts::default()
+    };
+    Ok((inspection, out))
+}
+
+fn settled(agreement: Agreement, sentence: String) -> Verdict {
+    Verdict { settled: true, ..Verdict::new(agreement, sentence) }
+}
+
+/// The radius check before and after LayerNorm's gain, over every depth.
+fn on_sphere(r: &Inspection) -> Verdict {
+    let worst = r.layers.iter().map(|l| l.radius.max_rel_err).fold(0.0, f64::max);
+    let off = r.layers.iter().max_by(|a, b| a.gain.mean_rel_offset.total_cmp(&b.gain.mean_rel_offset));
+    let (most, at) = off.map_or((0.0, 0), |l| (l.gain.mean_rel_offset, l.layer));
+    let dims: Vec<String> = off.map_or(vec![], |l| l.gain_dims.iter().take(3).map(|d| d.0.to_string()).collect());
+    let agrees = worst < 0.05;
+    settled(
+        if agrees { Agreement::Agrees } else { Agreement::Disagrees },
+        format!(
+            "{}: after LayerNorm every one of the {} tokens is within {worst:.1e} (relative) of the sphere of radius \
+             √{} = {:.2}, at all {} depths. LayerNorm's gain and bias then move them off it, most at {}: {:.0}% on \
+             average, mostly along dimensions {}.",
+            if agrees { "On the sphere" } else { "Off the sphere" },
+            r.tokens.len(),
+            r.d_model,
+            (r.d_model as f64).sqrt(),
+            r.n_layer + 1,
+            if at == r.n_layer { "the final LayerNorm".to_string() } else { format!("layer {at}") },
+            100.0 * most,
+            dims.join(", ")
+        ),
+    )
+}
+
+fn markov_chain(worst: f64, t: usize) -> Verdict {
+    match worst.is_finite() {
+        true => settled(
+            Agreement::Agrees,
+            format!(
+                "A Markov chain: every row of every head's {t} x {t} attention is non-negative and sums to 1 within \
+                 {worst:.1e}, so P is the transition matrix of a random walk over the text's tokens."
+            ),
+        ),
+        false => settled(Agreement::Disagrees, "Not a Markov matrix: a head's attention fails the check.".into()),
+    }
+}
+
+/// Softmax against the Gaussian kernel over every head, and the key-norm factor between them.
+fn kernel(r: &Inspection) -> Verdict {
+    let heads: Vec<_> = r.layers.iter().flat_map(|l| l.heads.iter().map(move |h| (l.layer, h))).collect();
+    let mean = heads.iter().map(|(_, h)| h.kernel_tv_mean).sum::<f64>() / heads.len().max(1) as f64;
+    let closest = heads.iter().min_by(|a, b| a.1.kernel_tv_mean.total_cmp(&b.1.kernel_tv_mean));
+    let farthest = heads.iter().max_by(|a, b| a.1.kernel_tv_mean.total_cmp(&b.1.kernel_tv_mean));
+    let name = |x: Option<&(usize, &super::inspect::HeadLens)>| {
+        x.map_or(String::new(), |(l, h)| format!("layer {l} head {} ({:.2})", h.head, h.kernel_tv_mean))
+    };
+    let agreement = match mean {
+        m if m < 0.05 => Agreement::Agrees,
+        m if m < 0.25 => Agreement::Partly,
+        _ => Agreement::Disagrees,
+    };
+    settled(
+        agreement,
+        format!(
+            "The heads differ from the row-normalised Gaussian kernel of their own queries and keys by a mean total \
+             variation of {mean:.2} (0 identical, 1 disjoint); closest {}, farthest {}. What separates them is the \
+             keys' length: the kernel weighs each key by exp(-|k|² / 2√d) on top of softmax.",
+            name(closest),
+            name(farthest)
+        ),
+    )
+}
