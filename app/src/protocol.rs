@@ -4,6 +4,7 @@
 //! typed arrays, whose buffers are transferred rather than copied.
 
 use engine::data::baseline::BaselineLoss;
+use engine::pretrained::inspect::DepthFit;
 use engine::pretrained::Inspection;
 use engine::sample::{Sample, SampleSpec};
 use engine::session::bench::{BenchResult, BenchSpec};
@@ -268,6 +269,12 @@ pub enum Event {
     Reading {
         id: u64,
         result: Result<(Box<Inspection>, Box<Panels>), String>,
+    },
+    /// The depth fits of the reading `id` (Brownian motion and the particles' flow through the
+    /// layers), which come after its panels.
+    Depth {
+        id: u64,
+        depth: Box<DepthFit>,
     },
     /// The shards of a `Command::Shard`, with their scored tokens; each one's gradient and target
     /// probabilities are bulk arrays 2i and 2i + 1.

@@ -94,6 +94,7 @@ impl Lab {
             }
             Event::Opened { open, error } => super::real_model::on_opened(self, open, error),
             Event::Reading { id, result } => super::real_model::on_reading(self, id, result, &bulk),
+            Event::Depth { id, depth } => super::real_model::on_depth(self, id, *depth),
             Event::Samples { id, result } if id >= super::real_model::MODEL_IDS => {
                 super::real_model::on_samples(self, result)
             }

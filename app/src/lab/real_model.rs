@@ -4,6 +4,8 @@
 //! progress, a cancel button and the browser's Cache API, so a reload does not fetch 0.5 GB
 //! again), and the answers.
 
+use engine::pretrained::inspect::DepthFit;
+use engine::pretrained::view::with_depth;
 use engine::pretrained::Inspection;
 use engine::sample::{Sample, SampleSpec};
 use engine::session::Panels;
@@ -343,15 +345,23 @@ pub fn on_opened(lab: Lab, open: Option<OpenedModel>, error: Option<String>) {
     }
 }
 
-pub fn on_reading(lab: Lab, id: u64, result: Result<(Box<Inspection>, Box<Panels>), String>, bulk: &[JsValue]) {
-    let m = lab.real;
-    m.busy.set(None);
+/// Settles the `spherewalk.inspect` call waiting for reading `id`, if any.
+fn settle(id: u64, result: Result<&Inspection, String>) {
     let waiting = SCRIPT_READS.with_borrow_mut(|r| r.iter().position(|x| x.0 == id).map(|i| r.remove(i)));
     if let Some((_, resolve, reject)) = waiting {
-        let _ = match result.as_ref().map_err(Clone::clone).and_then(|(i, _)| protocol::to_js(i)) {
+        let _ = match result.and_then(protocol::to_js) {
             Ok(v) => resolve.call1(&JsValue::NULL, &v),
             Err(e) => reject.call1(&JsValue::NULL, &js_sys::Error::new(&e).into()),
         };
+    }
+}
+
+/// Every layer's panels of a reading; its depth fits follow (`on_depth`).
+pub fn on_reading(lab: Lab, id: u64, result: Result<(Box<Inspection>, Box<Panels>), String>, bulk: &[JsValue]) {
+    let m = lab.real;
+    m.busy.set(result.is_ok().then(|| "Fitting Brownian motion and the particles' flow through depth".into()));
+    if let Err(e) = &result {
+        settle(id, Err(e.clone()));
     }
     match result {
         Ok((inspection, mut panels)) => {
@@ -366,6 +376,25 @@ pub fn on_reading(lab: Lab, id: u64, result: Result<(Box<Inspection>, Box<Panels
         }
         Err(e) => m.message.set(Some(Err(e))),
     }
+}
+
+/// The depth fits of the reading shown: its verdicts join the panels, and a script gets the whole.
+pub fn on_depth(lab: Lab, id: u64, fit: DepthFit) {
+    let m = lab.real;
+    m.busy.set(None);
+    let panels = match m.mode.get_untracked() {
+        Mode::Model => lab.panels,
+        Mode::Train => m.other_panels,
+    };
+    m.reading.update(|r| {
+        if let Some(r) = r.as_mut() {
+            panels.update(|p| match p.as_mut() {
+                Some(p) => with_depth(r, p, fit),
+                None => r.depth = fit,
+            });
+        }
+    });
+    m.reading.with_untracked(|r| settle(id, r.as_ref().ok_or_else(|| "the reading was replaced".to_string())));
 }
 
 pub fn on_samples(lab: Lab, result: Result<Vec<Sample>, String>) {

@@ -338,7 +338,7 @@ impl Worker {
             Command::Bench { spec } => self.bench(spec).await,
             Command::Shard { model, batch, from, to } => self.shard(*model, batch, from..to, &bulk),
             Command::OpenModel { name } => self.open_model(name, &bulk),
-            Command::Read { text, id } => self.read(&text, id),
+            Command::Read { text, id } => self.read(&text, id).await,
             Command::SampleModel { spec, id } => self.sample_model(&spec, id),
         }
     }

@@ -8,6 +8,7 @@ use engine::sample::{self, SampleSpec};
 use wasm_bindgen::JsValue;
 
 use super::Worker;
+use crate::js::yield_now;
 use crate::protocol::{self, Event, OpenedModel};
 
 fn summary(p: &Pretrained) -> OpenedModel {
@@ -45,19 +46,23 @@ impl Worker {
         self.post(Event::Opened { open: self.pretrained.as_ref().map(summary), error });
     }
 
-    pub(super) fn read(&mut self, text: &str, id: u64) {
+    /// Reads `text`: every layer's panels at once, then the depth fits (the slow part) after the
+    /// page has had them.
+    pub(super) async fn read(&mut self, text: &str, id: u64) {
         let Some(p) = self.pretrained.as_ref() else {
             return self.post(Event::Reading { id, result: Err("open a model first".into()) });
         };
-        match view::view(p, text, MODEL_BUDGET) {
-            Ok((inspection, mut panels)) => {
-                let bulk = vec![protocol::floats(&panels.sphere), protocol::floats(&panels.attention)];
-                (panels.sphere, panels.attention) = (vec![], vec![]);
-                let result = Ok((Box::new(inspection), Box::new(panels)));
-                self.post_with(&Event::Reading { id, result }, bulk);
-            }
-            Err(e) => self.post(Event::Reading { id, result: Err(e.to_string()) }),
-        }
+        let reading = match view::first_view(p, text, MODEL_BUDGET) {
+            Ok(r) => r,
+            Err(e) => return self.post(Event::Reading { id, result: Err(e.to_string()) }),
+        };
+        let (inspection, mut panels) = (reading.inspection.clone(), reading.panels.clone());
+        let bulk = vec![protocol::floats(&panels.sphere), protocol::floats(&panels.attention)];
+        (panels.sphere, panels.attention) = (vec![], vec![]);
+        self.post_with(&Event::Reading { id, result: Ok((Box::new(inspection), Box::new(panels))) }, bulk);
+        yield_now().await;
+        let Some(p) = self.pretrained.as_ref() else { return };
+        self.post(Event::Depth { id, depth: Box::new(reading.fit_depth(p)) });
     }
 
     pub(super) fn sample_model(&mut self, spec: &SampleSpec, id: u64) {

@@ -63,7 +63,7 @@ pub struct LayerLens {
 /// The tokens' paths through depth (times 0..L, one per layer; the first `DEPTH_POINTS` tokens)
 /// against Brownian motion and the particles' attention flow, each with its verdict, or why it
 /// could not be fitted.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct DepthFit {
     pub brownian: Option<Brownian>,
     pub flow: Option<Flow>,
@@ -161,7 +161,7 @@ fn layer(model: &Model<f32>, cache: &Cache<f32>, l: usize) -> Result<LayerLens> 
 }
 
 /// Brownian motion and the particles' flow fitted to the tokens' paths through the layers.
-fn depth(model: &Model<f32>, cache: &Cache<f32>) -> DepthFit {
+pub(super) fn depth(model: &Model<f32>, cache: &Cache<f32>) -> DepthFit {
     let cfg = &model.cfg;
     let keep = DEPTH_POINTS.min(cache.t) * cfg.d_model;
     let frames: Vec<Vec<f64>> = lens::depth_trajectory(cfg, cache).into_iter().map(|f| f[..keep].to_vec()).collect();
@@ -185,10 +185,13 @@ fn depth(model: &Model<f32>, cache: &Cache<f32>) -> DepthFit {
 /// Everything the lab shows for `text` read by `p`, within the memory `budget`.
 pub fn inspect(p: &Pretrained, text: &str, budget: u64) -> Result<Inspection> {
     let (ids, cache) = read(p, text, budget)?;
-    measure(p, ids, &cache)
+    let mut out = measure(p, ids, &cache)?;
+    out.depth = depth(&p.model, &cache);
+    Ok(out)
 }
 
-/// The inspection of tokens `ids` from their forward pass `cache`.
+/// The inspection of tokens `ids` from their forward pass `cache`, all but the depth fits (the
+/// slow part: `depth`).
 pub(super) fn measure(p: &Pretrained, ids: Vec<u32>, cache: &Cache<f32>) -> Result<Inspection> {
     let m = &p.model;
     let cfg = &m.cfg;
@@ -206,7 +209,7 @@ pub(super) fn measure(p: &Pretrained, ids: Vec<u32>, cache: &Cache<f32>) -> Resu
         pieces: p.tokenizer.pieces(&ids),
         tokens: ids,
         layers,
-        depth: depth(m, cache),
+        depth: DepthFit::default(),
         next: next.collect(),
     })
 }

@@ -1,16 +1,49 @@
 //! A loaded model's reading as the page's own views draw it: one frame of `session::Panels` (the
 //! tokens on the sphere at every depth in that depth's 3-D principal view, every head's attention)
 //! with the verdicts in words, so the sphere and the heatmap show GPT-2 as they show the lab's runs.
+//! The depth fits take most of the time, so they come second (`Reading::fit_depth`): the page
+//! draws every layer first.
 
-use super::inspect::{measure, read, Inspection};
+use super::inspect::{depth, measure, read, DepthFit, Inspection};
 use super::Pretrained;
 use crate::error::Result;
+use crate::model::Cache;
 use crate::science::markov::{self, Validity};
 use crate::science::{cache as lens, sphere};
 use crate::session::{Agreement, Panels, Verdict, Verdicts};
 
-/// The inspection of `text` and its panels, from one forward pass.
+/// A text read: the inspection and its panels, and the forward pass they came from (for the depth
+/// fits still to come).
+pub struct Reading {
+    pub inspection: Inspection,
+    pub panels: Panels,
+    cache: Cache<f32>,
+}
+
+impl Reading {
+    /// Brownian motion and the particles' flow through depth, and their verdicts.
+    pub fn fit_depth(&self, p: &Pretrained) -> DepthFit {
+        depth(&p.model, &self.cache)
+    }
+}
+
+/// Puts the depth fits and their verdicts into an inspection and its panels.
+pub fn with_depth(inspection: &mut Inspection, panels: &mut Panels, fit: DepthFit) {
+    panels.verdicts.brownian = fit.verdicts.first().cloned();
+    panels.verdicts.flow = fit.verdicts.get(1).cloned();
+    inspection.depth = fit;
+}
+
+/// The inspection of `text` and its panels, from one forward pass, with the depth fits.
 pub fn view(p: &Pretrained, text: &str, budget: u64) -> Result<(Inspection, Panels)> {
+    let mut r = first_view(p, text, budget)?;
+    let fit = r.fit_depth(p);
+    with_depth(&mut r.inspection, &mut r.panels, fit);
+    Ok((r.inspection, r.panels))
+}
+
+/// The inspection of `text` and its panels, all but the depth fits (`Reading::fit_depth`).
+pub fn first_view(p: &Pretrained, text: &str, budget: u64) -> Result<Reading> {
     let (ids, cache) = read(p, text, budget)?;
     let inspection = measure(p, ids, &cache)?;
     let cfg = &p.model.cfg;
@@ -51,11 +84,9 @@ pub fn view(p: &Pretrained, text: &str, budget: u64) -> Result<(Inspection, Pane
         sphere: Some(on_sphere(&inspection)),
         markov: Some(markov_chain(worst_row, t)),
         kernel: Some(kernel(&inspection)),
-        brownian: inspection.depth.verdicts.first().cloned(),
-        flow: inspection.depth.verdicts.get(1).cloned(),
         ..Verdicts::default()
     };
-    Ok((inspection, out))
+    Ok(Reading { inspection, panels: out, cache })
 }
 
 fn settled(agreement: Agreement, sentence: String) -> Verdict {

@@ -127,14 +127,19 @@ pub fn project3(points: &[f64], dim: usize, previous: Option<&[f64]>) -> Result<
         return Err(Error::Data(format!("previous components must be 3 x {dim} numbers")));
     }
     let x = DMatrix::from_row_slice(count, dim, points);
-    let moment = x.transpose() * &x / count as f64;
-    let trace = moment.trace();
-    let eig = SymmetricEigen::new(moment);
-    let mut order: Vec<usize> = (0..dim).collect();
-    order.sort_by(|&a, &b| eig.eigenvalues[b].total_cmp(&eig.eigenvalues[a]));
-    let mut comps: Vec<Vec<f64>> =
-        order[..3].iter().map(|&i| eig.eigenvectors.column(i).iter().copied().collect()).collect();
-    let mut values: Vec<f64> = order[..3].iter().map(|&i| eig.eigenvalues[i]).collect();
+    let (mut comps, mut values, trace) = match fewer_points(&x) {
+        Some(found) => found,
+        None => {
+            let moment = x.transpose() * &x / count as f64;
+            let trace = moment.trace();
+            let eig = SymmetricEigen::new(moment);
+            let mut order: Vec<usize> = (0..dim).collect();
+            order.sort_by(|&a, &b| eig.eigenvalues[b].total_cmp(&eig.eigenvalues[a]));
+            let comps: Vec<Vec<f64>> =
+                order[..3].iter().map(|&i| eig.eigenvectors.column(i).iter().copied().collect()).collect();
+            (comps, order[..3].iter().map(|&i| eig.eigenvalues[i]).collect(), trace)
+        }
+    };
     match previous {
         Some(prev) => align(&mut comps, &mut values, prev, dim),
         None => {
@@ -167,6 +172,34 @@ pub fn project3(points: &[f64], dim: usize, previous: Option<&[f64]>) -> Result<
         explained: [frac(values[0]), frac(values[1]), frac(values[2])],
         points: projected,
     })
+}
+
+/// The top three directions of the second moment `X^T X / N` from the N x N Gram matrix `X X^T / N`
+/// when there are fewer points than dimensions (GPT-2: 64 tokens in 768 dimensions): the same
+/// eigenvalues, and the directions `X^T u` normalised, at N^3 rather than dim^3. None when fewer
+/// than three directions carry any of the moment (then any orthonormal completion would do, and
+/// the dim x dim decomposition gives one).
+#[allow(clippy::type_complexity)]
+fn fewer_points(x: &DMatrix<f64>) -> Option<(Vec<Vec<f64>>, Vec<f64>, f64)> {
+    let (count, dim) = x.shape();
+    if count >= dim || count < 3 {
+        return None;
+    }
+    let gram = x * x.transpose() / count as f64;
+    let trace = gram.trace();
+    let eig = SymmetricEigen::new(gram);
+    let mut order: Vec<usize> = (0..count).collect();
+    order.sort_by(|&a, &b| eig.eigenvalues[b].total_cmp(&eig.eigenvalues[a]));
+    let mut comps = Vec::with_capacity(3);
+    for &i in &order[..3] {
+        if !(eig.eigenvalues[i] > 1e-12 * trace.max(f64::MIN_POSITIVE)) {
+            return None;
+        }
+        let v = x.transpose() * eig.eigenvectors.column(i);
+        let n = v.norm();
+        comps.push(v.iter().map(|a| a / n).collect::<Vec<f64>>());
+    }
+    Some((comps, order[..3].iter().map(|&i| eig.eigenvalues[i]).collect(), trace))
 }
 
 /// Reorders (the permutation of three with the largest total |overlap|) and flips the new
@@ -234,6 +267,31 @@ mod tests {
     fn gaussian(n: usize, seed: u64) -> Vec<f64> {
         let mut r = rng(seed, Stream::Brownian, 200);
         (0..n).map(|_| StandardNormal.sample(&mut r)).collect()
+    }
+
+    #[test]
+    fn few_points_in_many_dimensions_give_the_full_moments_directions() {
+        // 12 points in 50 dimensions: from the 12 x 12 Gram matrix, the 50 x 50 moment's top three.
+        let (count, dim) = (12, 50);
+        let pts: Vec<f64> = (0..count * dim)
+            .map(|i| ((i * 7919 % 1009) as f64 / 1009.0 - 0.5) * (1.0 + (i % dim) as f64 / 10.0))
+            .collect();
+        let x = DMatrix::from_row_slice(count, dim, &pts);
+        let (comps, values, trace) = fewer_points(&x).unwrap();
+        let moment = x.transpose() * &x / count as f64;
+        let eig = SymmetricEigen::new(moment.clone());
+        let mut order: Vec<usize> = (0..dim).collect();
+        order.sort_by(|&a, &b| eig.eigenvalues[b].total_cmp(&eig.eigenvalues[a]));
+        assert!((trace - moment.trace()).abs() < 1e-10);
+        for (k, &i) in order[..3].iter().enumerate() {
+            assert!((values[k] - eig.eigenvalues[i]).abs() < 1e-10, "eigenvalue {k}");
+            let overlap: f64 = comps[k].iter().zip(eig.eigenvectors.column(i).iter()).map(|(a, b)| a * b).sum();
+            assert!((overlap.abs() - 1.0).abs() < 1e-8, "direction {k}: overlap {overlap}");
+        }
+        // Three points with a repeat span two directions: then the full decomposition.
+        let flat: Vec<f64> = pts[..dim].iter().chain(&pts[..dim]).chain(&pts[dim..2 * dim]).copied().collect();
+        assert!(fewer_points(&DMatrix::from_row_slice(3, dim, &flat)).is_none());
+        assert_eq!(project3(&flat, dim, None).unwrap().points.len(), 3);
     }
 
     #[test]
