@@ -192,7 +192,8 @@ fn fewer_points(x: &DMatrix<f64>) -> Option<(Vec<Vec<f64>>, Vec<f64>, f64)> {
     order.sort_by(|&a, &b| eig.eigenvalues[b].total_cmp(&eig.eigenvalues[a]));
     let mut comps = Vec::with_capacity(3);
     for &i in &order[..3] {
-        if !(eig.eigenvalues[i] > 1e-12 * trace.max(f64::MIN_POSITIVE)) {
+        let value = eig.eigenvalues[i];
+        if value.is_nan() || value <= 1e-12 * trace.max(f64::MIN_POSITIVE) {
             return None;
         }
         let v = x.transpose() * eig.eigenvectors.column(i);
