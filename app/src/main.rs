@@ -298,7 +298,6 @@ fn App() -> impl IntoView {
         <main class="lab" class:model-mode=move || lab.real.mode.get() == lab::real_model::Mode::Model>
             <header>
                 <h1>"Spherewalk"</h1>
-                <model_panel::ModeSwitch lab=lab />
                 <p class="subtitle" id="lead">
                     {move || lead::sentence(&lab.settings.get())}
                 </p>
@@ -348,6 +347,7 @@ fn App() -> impl IntoView {
                     </p>
                 </Show>
                 <span class="theme-toggle">
+                    <model_panel::ModeSwitch lab=lab />
                     <button
                         id="presenter"
                         type="button"

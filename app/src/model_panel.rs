@@ -11,28 +11,25 @@ use crate::panels::verdict_line;
 // Spaces made visible in a BPE piece (GPT-2's pieces carry their leading space).
 use crate::token_style::glyph as shown;
 
+/// The header's switch between the page's two modes: one button, for the mode not shown.
 #[component]
 pub fn ModeSwitch(lab: Lab) -> impl IntoView {
-    let mode = lab.real.mode;
-    let tab = move |id: &'static str, which: Mode, label: &'static str| {
-        view! {
-            <button
-                id=id
-                type="button"
-                role="tab"
-                class="mode"
-                aria-selected=move || (mode.get() == which).to_string()
-                on:click=move |_| real_model::set_mode(lab, which)
-            >
-                {label}
-            </button>
-        }
-    };
+    let training = move || lab.real.mode.get() == Mode::Train;
     view! {
-        <div class="mode-switch" role="tablist" aria-label="what the page does">
-            {tab("mode-train", Mode::Train, "Train a small model")}
-            {tab("mode-model", Mode::Model, "Open a real model (GPT-2)")}
-        </div>
+        <Show
+            when=training
+            fallback=move || {
+                view! {
+                    <button id="mode-train" type="button" class="small" on:click=move |_| real_model::set_mode(lab, Mode::Train)>
+                        "Back to training"
+                    </button>
+                }
+            }
+        >
+            <button id="mode-model" type="button" class="small" on:click=move |_| real_model::set_mode(lab, Mode::Model)>
+                "Open a real model (GPT-2)"
+            </button>
+        </Show>
     }
 }
 

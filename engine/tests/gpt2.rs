@@ -4,6 +4,8 @@
 //! script); and every bad file refused with what is wrong. Needs python3 with numpy (Debian's
 //! python3-numpy, which `cargo xtask setup` installs; SPHEREWALK_PYTHON picks another).
 
+#![cfg(not(target_arch = "wasm32"))]
+
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
