@@ -1420,7 +1420,12 @@ test('the guided tour: every step sets up its experiment, points at its panel an
       await page.waitForFunction((n) => location.hash.includes(`tour=${n}`), i + 2, { timeout: 10_000 });
     }
   }
-  // Ended runs grow their panels (the race chart, the verdicts): the card still keeps clear.
+  // Ended runs grow their panels (the race chart, the verdicts): the card follows its panel (the
+  // page checks every 400 ms) and keeps clear of it.
+  await page.waitForFunction(() => {
+    const [a, b] = [document.getElementById('tour').getBoundingClientRect(), document.getElementById('panel-entropy').getBoundingClientRect()];
+    return a.right <= b.left || b.right <= a.left || a.bottom <= b.top || b.bottom <= a.top;
+  }, null, { timeout: 2_000, polling: 50 }).catch(() => {});
   const after = await apart('panel-entropy');
   assert.ok(after.apart, `after the run the card ${after.card} does not cover the JoMA panel ${after.panel}`);
   const watch = await page.evaluate(() => window.__verdicts);
