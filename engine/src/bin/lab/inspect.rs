@@ -31,6 +31,7 @@ pub struct InspectArgs {
     memory_limit_mib: Option<u64>,
 }
 
+/// `--memory-limit-mib` as bytes (every command that takes it).
 pub fn budget(mib: Option<u64>) -> u64 {
     mib.map_or(DEFAULT_BUDGET, |m| m.saturating_mul(1 << 20))
 }

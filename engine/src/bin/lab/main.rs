@@ -192,7 +192,7 @@ fn train(a: TrainArgs) -> Result<(), Error> {
     if let Some(dir) = &a.save {
         checkpoint::writable(dir)?;
     }
-    let budget = a.memory_limit_mib.map_or(engine::memory::DEFAULT_BUDGET, |m| m.saturating_mul(1 << 20));
+    let budget = inspect::budget(a.memory_limit_mib);
     let session = match &a.resume {
         Some(dir) => {
             let mut snap = Snapshot::load(dir)?;
