@@ -16,8 +16,9 @@ use crate::sample::generate::{top, TOP};
 use crate::sample::Choice;
 use crate::science::sphere::{affine_drift, radius_stats, AffineDrift, RadiusStats};
 use crate::science::{cache as lens, markov};
+use crate::session::measures::Axis;
 use crate::session::panels::{brownian_of, flow_of};
-use crate::session::verdicts::{brownian_over, flow_over, Axis};
+use crate::session::verdicts::{brownian_over, flow_over};
 use crate::session::{Brownian, Flow, Verdict};
 
 /// Dimensions named as the ones the gain moves most.

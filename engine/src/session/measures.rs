@@ -103,3 +103,25 @@ pub struct Flow {
     /// 3-vectors, flattened), beside the Brownian ghosts.
     pub particles: Vec<f32>,
 }
+
+/// What the tokens move through: training steps (the lab's runs) or layers (a model read once).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Axis {
+    Training,
+    Depth,
+}
+
+impl Axis {
+    pub(crate) fn early(self) -> &'static str {
+        match self {
+            Axis::Training => "early in training",
+            Axis::Depth => "in the first layers",
+        }
+    }
+    pub(crate) fn unit(self) -> &'static str {
+        match self {
+            Axis::Training => "step",
+            Axis::Depth => "layer",
+        }
+    }
+}

@@ -10,7 +10,7 @@ use crate::science::joma::{self, CurveShape};
 use crate::science::markov::{self, Validity};
 use crate::science::probe::Probe;
 use crate::science::sphere;
-use crate::session::measures::{Brownian, EntropyPoint, Flow};
+use crate::session::measures::{Axis, Brownian, EntropyPoint, Flow};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -91,28 +91,6 @@ fn sig(x: f64) -> String {
         format!("{x:.2e}")
     } else {
         format!("{x:.3}")
-    }
-}
-
-/// What the tokens move through: training steps (the lab's runs) or layers (a model read once).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Axis {
-    Training,
-    Depth,
-}
-
-impl Axis {
-    fn early(self) -> &'static str {
-        match self {
-            Axis::Training => "early in training",
-            Axis::Depth => "in the first layers",
-        }
-    }
-    fn unit(self) -> &'static str {
-        match self {
-            Axis::Training => "step",
-            Axis::Depth => "layer",
-        }
     }
 }
 
