@@ -6,13 +6,16 @@
 //! second-order optimizers' diagnostics. The page is a view: the worker (`spherewalk::worker`, the
 //! engine's session) computes every number.
 //!
-//! Modules: `lab` (the state and the link to the worker; `lab::race` a race's rivals, `lab::writing`
-//! what the model writes), `writing_panel` (its panel), `settings_panel` (presets and free
-//! settings), `url_state` (the experiment in the address), `script_api` (`window.spherewalk`),
-//! `tour` (the guided tour), `sphere_view` (the sphere panel; `sphere_draw` draws it, `sphere_gl` the
-//! WebGL2 ball and dots, `sphere_replay` the moment shown and Play's clock, `token_style` the glyphs and colour-blind-safe colours), `heatmap`, `panels`
-//! and `charts` (the drawings; `canvas_text` the one size their text follows), `export` (downloads:
-//! files and figures as PNG).
+//! Two rooms, both the page's (the worker's side is the library, `spherewalk`):
+//! - `lab`: the page's state and its link to the worker: the run's signals and commands (`race` a
+//!   race's rivals, `writing` what the model writes, `real_model` the second mode, a GPT-2 opened
+//!   from its files), and what lives beside the state: `url_state` (the experiment in the address),
+//!   `script_api` (`window.spherewalk`), `estimate` (how long a run takes), `export` (downloads).
+//! - `views`: what the page draws, one folder or file a panel family: `sphere` (the sphere panel,
+//!   its WebGL2 ball, 2-D drawing and replay clock), `charts` (the chart panels, each made of one
+//!   `Chart`), `heatmap` (attention as a Markov chain), `writing`, `model` (the real model's panel),
+//!   `settings`, `tour`, `lead` (the first screen's words), and what they share: `panel` (a panel's
+//!   frame, explanation and verdicts), `canvas`, `canvas_text` and `token_style`.
 //!
 //! Stable element ids, read by the browser test (`e2e/page.test.mjs`): `#version`, `#backend`,
 //! `#theme`, `#start`, `#step-once`, `#reset`, `#export`, `#status`, `#step`, `#total-steps`,
@@ -32,37 +35,19 @@
 //! panels `#panel-*`, `#crashed` and `#restart-worker`. `window.spherewalk` is the scripting API
 //! (`script_api`; its `bench` times the engine alone in a worker).
 
-mod canvas2d;
-mod canvas_text;
-mod chart_canvas;
-mod charts;
-mod estimate;
-mod export;
-mod heatmap;
 mod lab;
-mod lead;
-mod model_panel;
-mod panels;
-mod script_api;
-mod settings_panel;
-mod sphere_draw;
-mod sphere_gl;
-mod sphere_replay;
-mod sphere_view;
-mod token_style;
-mod tour;
-mod url_state;
-mod writing_panel;
+mod views;
 
 use leptos::prelude::*;
 use wasm_bindgen::prelude::*;
 
-use crate::heatmap::AttentionPanel;
-use crate::lab::{Download, Lab};
-use crate::panels::{BrownianPanel, DiagnosticsPanel, EntropyPanel, LossPanel};
-use crate::settings_panel::SettingsPanel;
-use crate::sphere_view::SphereView;
-use crate::writing_panel::WritingPanel;
+use crate::lab::{estimate, export, script_api, url_state, Download, Lab};
+use crate::views::charts::{BrownianPanel, DiagnosticsPanel, EntropyPanel, LossPanel};
+use crate::views::heatmap::AttentionPanel;
+use crate::views::settings::{self as settings_panel, SettingsPanel};
+use crate::views::sphere::SphereView;
+use crate::views::writing::WritingPanel;
+use crate::views::{lead, tour};
 use spherewalk::protocol::Phase;
 
 const THEME_KEY: &str = "spherewalk-theme";
@@ -347,7 +332,7 @@ fn App() -> impl IntoView {
                     </p>
                 </Show>
                 <span class="theme-toggle">
-                    <model_panel::ModeSwitch lab=lab />
+                    <views::model::ModeSwitch lab=lab />
                     <button
                         id="presenter"
                         type="button"
@@ -537,7 +522,7 @@ fn App() -> impl IntoView {
             <div class="stage">
                 <SphereView lab=lab dark=dark />
                 <Show when=move || lab.real.mode.get() == lab::real_model::Mode::Model>
-                    <model_panel::ModelPanel lab=lab />
+                    <views::model::ModelPanel lab=lab />
                 </Show>
                 <div class="stage-column">
                     <LossPanel lab=lab dark=dark />

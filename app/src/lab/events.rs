@@ -125,8 +125,10 @@ impl Lab {
             }
             Event::ModelFile { config_json } => {
                 let r = match self.download.get_untracked() {
-                    Some(Download::Config) => crate::export::download("config.json", &config_json, "application/json"),
-                    _ => crate::export::download_bytes(
+                    Some(Download::Config) => {
+                        crate::lab::export::download("config.json", &config_json, "application/json")
+                    }
+                    _ => crate::lab::export::download_bytes(
                         engine::checkpoint::PAGE_MODEL_FILE,
                         &protocol::bytes_of(bulk.first()),
                         "application/octet-stream",

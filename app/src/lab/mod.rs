@@ -11,9 +11,13 @@
 //! opened from its files: fetching them, and what it read and wrote).
 
 mod backend;
+pub mod estimate;
 mod events;
+pub mod export;
 pub mod race;
 pub mod real_model;
+pub mod script_api;
+pub mod url_state;
 pub mod writing;
 
 pub use backend::{gpu_copy_note, BackendChoice};

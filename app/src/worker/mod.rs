@@ -12,9 +12,12 @@
 //! Here the worker's state and its commands; `running` the loop that steps and posts, `saving` the
 //! run in IndexedDB and as files, `reading` a real model opened beside the run.
 
+pub mod model_io;
+pub mod persist;
 mod reading;
 mod running;
 mod saving;
+pub mod shard_pool;
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
@@ -31,10 +34,9 @@ use wasm_bindgen_futures::JsFuture;
 use web_sys::{DedicatedWorkerGlobalScope, MessageEvent};
 
 use crate::js::{now_ms, yield_now};
-use crate::persist;
 use crate::protocol::{self, Command, Event, Phase};
 use crate::settings::Settings;
-use crate::shard_pool::SecondWorker;
+use shard_pool::SecondWorker;
 
 const CHUNK_MS: f64 = 8.0;
 const PROGRESS_EVERY_MS: f64 = 50.0;

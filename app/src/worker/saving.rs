@@ -7,10 +7,10 @@ use engine::session::{Experiment, Metrics, Session, Writing};
 use engine::Trainer;
 use wasm_bindgen::JsValue;
 
+use super::model_io::{self, SavedMeta};
+use super::persist;
 use super::{Worker, SAVE_EVERY_MS};
 use crate::js::now_ms;
-use crate::model_io::{self, SavedMeta};
-use crate::persist;
 use crate::protocol::{self, Event};
 use crate::settings::Settings;
 

@@ -8,8 +8,8 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 use web_sys::HtmlCanvasElement;
 
-use crate::canvas_text::{self, DEFAULT_PX};
-use crate::chart_canvas::{css_font, ChartCanvas};
+use crate::views::canvas_text::{self, DEFAULT_PX};
+use crate::views::charts::backend::{css_font, ChartCanvas};
 
 /// Sizes the canvas's pixels to its shown size and returns canvas pixels per CSS pixel: the
 /// device's pixel ratio. Its height follows its width at the canvas's first aspect, except in
@@ -96,20 +96,8 @@ fn range(lines: &[Line], floor_zero: bool) -> (f64, f64) {
     (lo, hi + pad)
 }
 
-/// Draws `lines` against steps 0..x_max. Errors come back as text for the page.
-pub fn draw_lines(
-    canvas: HtmlCanvasElement,
-    caption: &str,
-    y_desc: &str,
-    lines: &[Line],
-    x_max: f64,
-    dark: bool,
-) -> Result<(), String> {
-    draw_lines_against(canvas, caption, "step", y_desc, lines, x_max, dark)
-}
-
 /// Draws `lines` against `x_desc` from 0 to x_max.
-pub fn draw_lines_against(
+pub fn draw_lines(
     canvas: HtmlCanvasElement,
     caption: &str,
     x_desc: &str,
@@ -177,7 +165,7 @@ pub fn draw_lines_against(
 
 /// The legend in `corner` of the plot (pixel ranges): a swatch and the label of each line. Drawn
 /// here because plotters' own legend measures its labels through the page's layout (see
-/// `chart_canvas`); `widths` are the labels' widths measured on the canvas.
+/// `backend`); `widths` are the labels' widths measured on the canvas.
 fn draw_legend(
     root: &DrawingArea<ChartCanvas, Shift>,
     (xs, ys): (Range<i32>, Range<i32>),

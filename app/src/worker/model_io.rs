@@ -12,7 +12,7 @@ use engine::model::params::Layout;
 use engine::TrainConfig;
 use serde::{Deserialize, Serialize};
 
-use crate::persist::Record;
+use super::persist::Record;
 use crate::settings::Settings;
 use engine::session::DiagPoint;
 

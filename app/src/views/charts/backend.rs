@@ -17,7 +17,7 @@ pub struct ChartCanvas {
 
 impl ChartCanvas {
     pub fn new(canvas: HtmlCanvasElement) -> Option<Self> {
-        let context = crate::canvas2d::context(&canvas)?;
+        let context = crate::views::canvas::context(&canvas)?;
         Some(ChartCanvas { inner: CanvasBackend::with_canvas_object(canvas)?, context })
     }
 

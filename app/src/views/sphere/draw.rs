@@ -1,5 +1,5 @@
 //! Drawing the sphere panel: a shaded ball seen in orthographic projection with the tokens as dots
-//! with depth cues (the far side smaller and dimmed), on WebGL2 (`sphere_gl`) or, without it, on the
+//! with depth cues (the far side smaller and dimmed), on WebGL2 (`gl`) or, without it, on the
 //! 2-D canvas; then on the 2-D canvas a label for every token placed where it does not cover
 //! another, trails as fading great-circle arcs, and for a selected token its attention row as arcs
 //! and its random walkers.
@@ -7,8 +7,9 @@
 use engine::science::sphere::arc;
 use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement};
 
-use crate::sphere_gl::{Dot, Renderer};
-use crate::token_style::css;
+use crate::views::canvas_text;
+use crate::views::sphere::gl::{Dot, Renderer};
+use crate::views::token_style::css;
 
 /// Segments per drawn great-circle arc.
 const ARC_SEGMENTS: usize = 12;
@@ -78,7 +79,7 @@ impl Frame {
 }
 
 fn context(canvas: &HtmlCanvasElement) -> Result<CanvasRenderingContext2d, String> {
-    crate::canvas2d::context(canvas).ok_or_else(|| "the sphere canvas has no 2D context".to_string())
+    crate::views::canvas::context(canvas).ok_or_else(|| "the sphere canvas has no 2D context".to_string())
 }
 
 /// Sizes the canvas to its shown size in device pixels (sharp at any size); returns the CSS size
@@ -155,8 +156,8 @@ pub fn draw(
     }
     let Some(s) = scene else {
         ctx.set_fill_style_str(fg);
-        let text = crate::canvas_text::px() * 1.25;
-        crate::canvas_text::report(canvas, text);
+        let text = canvas_text::px() * 1.25;
+        canvas_text::report(canvas, text);
         ctx.set_font(&format!("{text}px sans-serif"));
         ctx.set_text_align("center");
         let _ = ctx.fill_text("Press Start or Step to see the tokens", f.cx, f.cy);
@@ -246,11 +247,11 @@ pub fn draw(
     }
     ctx.set_global_alpha(1.0);
     // Labels at the page's canvas text size (`canvas_text`), larger on a large view.
-    let text = crate::canvas_text::px() * view_scale(size).max(1.0);
-    crate::canvas_text::report(canvas, crate::canvas_text::px());
+    let text = canvas_text::px() * view_scale(size).max(1.0);
+    canvas_text::report(canvas, canvas_text::px());
     drawn.labels = labels(&ctx, s, &order, text, view_scale(size), (fg, muted, bg));
     // The caption at the page's size, shortened to the view's width.
-    let caption_px = crate::canvas_text::px();
+    let caption_px = canvas_text::px();
     ctx.set_fill_style_str(fg);
     ctx.set_font(&format!("{caption_px}px sans-serif"));
     let _ = ctx.fill_text_with_max_width(&s.caption, 8.0, 4.0 + caption_px, size - 16.0);

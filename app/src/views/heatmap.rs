@@ -7,10 +7,11 @@ use leptos::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::HtmlCanvasElement;
 
-use crate::canvas2d;
 use crate::lab::{Chain, Lab};
-use crate::panels::Explain;
-use crate::token_style::{glyph, viridis};
+use crate::views::canvas;
+use crate::views::canvas_text;
+use crate::views::panel::Panel;
+use crate::views::token_style::{glyph, viridis};
 
 /// Where the cells, the labels and the colour scale sit, in CSS pixels.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -48,7 +49,7 @@ fn draw(
     hovered: Option<(usize, usize)>,
     dark: bool,
 ) -> Result<(Layout, f64), String> {
-    let ctx = canvas2d::context(canvas).ok_or_else(|| "the heatmap canvas has no 2D context".to_string())?;
+    let ctx = canvas::context(canvas).ok_or_else(|| "the heatmap canvas has no 2D context".to_string())?;
     let size = match canvas.client_width() {
         c if c >= 100 => c as f64,
         _ => canvas.width() as f64,
@@ -63,8 +64,8 @@ fn draw(
     let (bg, fg) = if dark { ("#16181d", "#e8ebf0") } else { ("#ffffff", "#1d2026") };
     ctx.set_fill_style_str(bg);
     ctx.fill_rect(0.0, 0.0, size, size);
-    let text = crate::canvas_text::px();
-    crate::canvas_text::report(canvas, text);
+    let text = canvas_text::px();
+    canvas_text::report(canvas, text);
     let layout = Layout::new(size, t, text);
     if t == 0 || p.len() != t * t {
         return Ok((layout, 0.0));
@@ -150,7 +151,7 @@ fn image_canvas(rgba: &[u8], w: u32, h: u32) -> Result<HtmlCanvasElement, String
         .ok_or_else(|| "could not make the heatmap image".to_string())?;
     c.set_width(w);
     c.set_height(h);
-    let ctx = canvas2d::context(&c).ok_or_else(|| "the heatmap image has no 2D context".to_string())?;
+    let ctx = canvas::context(&c).ok_or_else(|| "the heatmap image has no 2D context".to_string())?;
     ctx.put_image_data(&image, 0.0, 0.0).map_err(|_| "could not draw the heatmap image".to_string())?;
     Ok(c)
 }
@@ -242,23 +243,23 @@ pub fn AttentionPanel(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
     };
 
     view! {
-        <section id="panel-attention" class="panel" aria-labelledby="attention-title">
-            <h2 id="attention-title">"Attention as a Markov chain"</h2>
-            <Explain>
-                    "Row i of a head's attention matrix P is where token i looks: P_ij >= 0 and each row sums "
-                    "to 1, so P is the transition matrix of a random walk over positions. P^k is k steps of that "
-                    "walk (k layers of attention alone, with no mixing in between): as k grows the rows tend to "
-                    "the walk's stationary distribution, and causal attention drains towards the first tokens. "
-                    "Rows are the tokens that look (left labels), columns the tokens looked at (top labels). "
-                    "Colour is the square root of P_ij relative to the largest entry of the matrix (the scale "
-                    "under it, in probabilities): yellow is that largest entry, dark purple is 0."
-            </Explain>
+        <Panel
+            name="attention"
+            title="Attention as a Markov chain"
+            explain="Row i of a head's attention matrix P is where token i looks: P_ij >= 0 and each row sums \
+                to 1, so P is the transition matrix of a random walk over positions. P^k is k steps of that \
+                walk (k layers of attention alone, with no mixing in between): as k grows the rows tend to \
+                the walk's stationary distribution, and causal attention drains towards the first tokens. \
+                Rows are the tokens that look (left labels), columns the tokens looked at (top labels). \
+                Colour is the square root of P_ij relative to the largest entry of the matrix (the scale \
+                under it, in probabilities): yellow is that largest entry, dark purple is 0."
+        >
             <div class="row">
                 {slider("att-layer", "layer", layer, 0, move || layers().saturating_sub(1))}
                 {slider("att-head", "head", head, 0, move || heads().saturating_sub(1))}
                 {slider("att-k", "power k", k, 1, || 16)}
             </div>
-            <crate::panels::PngButton canvas="attention" file="spherewalk-attention.png" />
+            <crate::views::panel::PngButton canvas="attention" file="spherewalk-attention.png" />
             <canvas
                 id="attention"
                 node_ref=canvas_ref
@@ -283,8 +284,8 @@ pub fn AttentionPanel(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                         .unwrap_or_else(|| "no attention yet".into())
                 }}
             </p>
-            {crate::panels::verdict_line("verdict-markov".into(), move || lab.panels.with(|p| p.as_ref().and_then(|p| p.verdicts.markov.clone())))}
+            {crate::views::panel::verdict_line("verdict-markov".into(), move || lab.panels.with(|p| p.as_ref().and_then(|p| p.verdicts.markov.clone())))}
             {crate::lab::gpu_copy_note(lab)}
-        </section>
+        </Panel>
     }
 }

@@ -7,7 +7,7 @@ use wasm_bindgen::JsCast;
 use web_sys::HtmlInputElement;
 
 use crate::lab::Lab;
-use crate::panels::Explain;
+use crate::views::panel::Panel;
 
 /// Sets one field from the form's text, or says what is wrong with the text.
 type Setter = fn(&mut Settings, &str) -> Result<(), String>;
@@ -170,13 +170,13 @@ pub fn SettingsPanel(lab: Lab) -> impl IntoView {
     };
 
     view! {
-        <section id="panel-settings" class="panel" aria-labelledby="settings-title">
-            <h2 id="settings-title">"Experiment"</h2>
-            <Explain>
-                    "Pick a preset, or set the data, the model and the optimizer yourself. Settings apply when a run "
-                    "starts (Start, Step, or after Reset). The whole experiment lives in the page's address: copy "
-                    "the link to share it. Keyboard: space starts and pauses."
-            </Explain>
+        <Panel
+            name="settings"
+            title="Experiment"
+            explain="Pick a preset, or set the data, the model and the optimizer yourself. Settings apply when a run \
+                starts (Start, Step, or after Reset). The whole experiment lives in the page's address: copy \
+                the link to share it. Keyboard: space starts and pauses."
+        >
             <label for="preset" class="wide">
                 "Preset"
                 <select
@@ -269,7 +269,7 @@ pub fn SettingsPanel(lab: Lab) -> impl IntoView {
                         Err(m) => view! { <p id="upload-error" class="error" role="alert">{m}</p> }.into_any(),
                     })
             }}
-        </section>
+        </Panel>
     }
 }
 

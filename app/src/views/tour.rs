@@ -306,7 +306,7 @@ pub fn TourPanel(lab: Lab, step: RwSignal<Option<usize>>) -> impl IntoView {
                     id="tour-verdict"
                     class=move || if settled() { "" } else { "provisional" }
                     data-settled=move || settled().to_string()
-                    data-agreement=move || crate::panels::agreement_tag(measured().map(|v| v.agreement))
+                    data-agreement=move || crate::views::panel::agreement_tag(measured().map(|v| v.agreement))
                 >
                     <strong>"Measured: "</strong>
                     {verdict_text}

@@ -4,6 +4,10 @@
 //! `science::sphere::slerp`), with fading trails, and for a selected token its attention row as
 //! arcs and random walkers hopping along that chain (`science::walkers`).
 
+mod draw;
+pub mod gl;
+mod replay;
+
 use engine::science::sphere::slerp;
 use engine::science::walkers;
 use engine::session::Panels;
@@ -11,11 +15,11 @@ use leptos::html::Canvas;
 use leptos::prelude::*;
 
 use crate::lab::Lab;
-use crate::panels::Explain;
-use crate::sphere_draw::{self, Drawn, Scene};
-use crate::sphere_gl::{self, Renderer};
-use crate::sphere_replay::{self as replay, shown};
-use crate::token_style::{css, glyph, kind_color, viridis, Kind};
+use crate::views::panel::Panel;
+use crate::views::token_style::{css, glyph, kind_color, viridis, Kind};
+use draw::{Drawn, Scene};
+use gl::Renderer;
+use replay::shown;
 
 /// Picks one overlay of the sphere view from the panels: its depth and its unit 3-vectors.
 type Overlay = fn(&Panels) -> Option<(usize, &[f32])>;
@@ -176,7 +180,7 @@ pub fn SphereView(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
         renderer.with_value(|r| r.as_ref().map_or_else(|e| format!("canvas 2d ({e})"), |_| "webgl2".to_string()))
     };
     let renderer_name = RwSignal::new(name_of());
-    let software = renderer_name.with_untracked(|n| n.contains(sphere_gl::SOFTWARE));
+    let software = renderer_name.with_untracked(|n| n.contains(gl::SOFTWARE));
     Effect::new(move |was: Option<bool>| {
         let on = gl_anyway.get();
         if was.is_some_and(|w| w != on) {
@@ -222,7 +226,7 @@ pub fn SphereView(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
         let dark = dark.get();
         let result = moment.with(|m| {
             let Some(m) = m else {
-                return renderer.with_value(|r| sphere_draw::draw(&canvas, None, dark, r.as_ref().ok()));
+                return renderer.with_value(|r| draw::draw(&canvas, None, dark, r.as_ref().ok()));
             };
             let depth = depth.get();
             // The Brownian ghosts and, once the run has ended, the fitted flow's particles: both at
@@ -271,7 +275,7 @@ pub fn SphereView(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                             yaw: lab.yaw.get(),
                             pitch: lab.pitch.get(),
                         };
-                        renderer.with_value(|r| sphere_draw::draw(&canvas, Some(&scene), dark, r.as_ref().ok()))
+                        renderer.with_value(|r| draw::draw(&canvas, Some(&scene), dark, r.as_ref().ok()))
                     })
                 })
             })
@@ -381,21 +385,21 @@ pub fn SphereView(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
     };
 
     view! {
-        <section id="panel-sphere" class="panel" aria-labelledby="sphere-title">
-            <h2 id="sphere-title">"Tokens on the sphere"</h2>
-            <Explain>
-                    "Each LayerNorm maps a token's vector x to u = (x - mean) / std, which lies on a sphere of "
-                    "radius sqrt(d). Here are the u of one fixed validation row, projected on their top three "
-                    "principal directions and normalised to the unit sphere (the directions are matched from one "
-                    "frame to the next, so the picture does not jump). Near dots are large and bright, far ones "
-                    "small and faint. Play runs through training like a video, at the pace control's speed (slow start "
-                    "included; the whole history in 12 s when the pace is as fast as possible): between two recorded moments the "
-                    "tokens glide along great circles, and the trails show where they were. Look for tokens of "
-                    "the same kind gathering as the model learns. Click a token (or pick it, or press ] on the "
-                    "ball) to draw its attention row as arcs, as thick as the probability of each jump, with "
-                    "walkers hopping along that random walk. Drag, the arrow keys or Orbit turn the ball."
-            </Explain>
-            <crate::panels::PngButton canvas="sphere" file="spherewalk-sphere.png" />
+        <Panel
+            name="sphere"
+            title="Tokens on the sphere"
+            explain="Each LayerNorm maps a token's vector x to u = (x - mean) / std, which lies on a sphere of \
+                radius sqrt(d). Here are the u of one fixed validation row, projected on their top three \
+                principal directions and normalised to the unit sphere (the directions are matched from one \
+                frame to the next, so the picture does not jump). Near dots are large and bright, far ones \
+                small and faint. Play runs through training like a video, at the pace control's speed (slow start \
+                included; the whole history in 12 s when the pace is as fast as possible): between two recorded moments the \
+                tokens glide along great circles, and the trails show where they were. Look for tokens of \
+                the same kind gathering as the model learns. Click a token (or pick it, or press ] on the \
+                ball) to draw its attention row as arcs, as thick as the probability of each jump, with \
+                walkers hopping along that random walk. Drag, the arrow keys or Orbit turn the ball."
+        >
+            <crate::views::panel::PngButton canvas="sphere" file="spherewalk-sphere.png" />
             <div class="row">
                 <button
                     id="sphere-play"
@@ -569,9 +573,9 @@ pub fn SphereView(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                         .unwrap_or_default()
                 }}
             </p>
-            {crate::panels::verdict_line("verdict-sphere".into(), move || lab.panels.with(|p| p.as_ref().and_then(|p| p.verdicts.sphere.clone())))}
-            {crate::panels::verdict_line("verdict-grouping".into(), move || lab.panels.with(|p| p.as_ref().and_then(|p| p.verdicts.grouping.clone())))}
+            {crate::views::panel::verdict_line("verdict-sphere".into(), move || lab.panels.with(|p| p.as_ref().and_then(|p| p.verdicts.sphere.clone())))}
+            {crate::views::panel::verdict_line("verdict-grouping".into(), move || lab.panels.with(|p| p.as_ref().and_then(|p| p.verdicts.grouping.clone())))}
             {crate::lab::gpu_copy_note(lab)}
-        </section>
+        </Panel>
     }
 }

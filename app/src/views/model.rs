@@ -7,9 +7,9 @@ use leptos::prelude::*;
 
 use crate::lab::real_model::{self, Mode, WRITE_TOKENS};
 use crate::lab::Lab;
-use crate::panels::verdict_line;
+use crate::views::panel::{column_heads, verdict_line};
 // Spaces made visible in a BPE piece (GPT-2's pieces carry their leading space).
-use crate::token_style::glyph as shown;
+use crate::views::token_style::glyph as shown;
 
 /// The header's switch between the page's two modes: one button, for the mode not shown.
 #[component]
@@ -196,16 +196,7 @@ pub fn ModelPanel(lab: Lab) -> impl IntoView {
                          the sphere (largest relative error), how far the gain then moves them, and per head the \
                          attention's entropy (nats) and its distance to the Gaussian kernel (mean, lowest-highest)"
                     </caption>
-                    <thead>
-                        <tr>
-                            <th scope="col">"layer"</th>
-                            <th scope="col">"|x|"</th>
-                            <th scope="col">"off the sphere"</th>
-                            <th scope="col">"after the gain"</th>
-                            <th scope="col">"entropy"</th>
-                            <th scope="col">"kernel TV"</th>
-                        </tr>
-                    </thead>
+                    {column_heads(&["layer", "|x|", "off the sphere", "after the gain", "entropy", "kernel TV"])}
                     <tbody>{rows}</tbody>
                 </table>
             </Show>

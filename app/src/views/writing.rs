@@ -7,7 +7,7 @@ use leptos::prelude::*;
 
 use crate::lab::writing::{self, MORE_TOKENS};
 use crate::lab::Lab;
-use crate::panels::Explain;
+use crate::views::panel::Panel;
 
 /// How a character is shown: a newline as a visible mark and a break, a space as itself.
 fn shown(text: &str) -> String {
@@ -78,14 +78,14 @@ pub fn WritingPanel(lab: Lab) -> impl IntoView {
         }
     };
     view! {
-        <section id="panel-writing" class="panel" aria-labelledby="writing-title">
-            <h2 id="writing-title">"The model writes"</h2>
-            <Explain>
-                "At step 0 and at every evaluation the model continues the prompt (underlined) one character at a "
-                "time, each drawn at random from the probabilities it predicts at this temperature: the darker a "
-                "character's background, the surer the model was; hover over it for the other characters it "
-                "considered. Earlier samples stay below, so you can see the text improve."
-            </Explain>
+        <Panel
+            name="writing"
+            title="The model writes"
+            explain="At step 0 and at every evaluation the model continues the prompt (underlined) one character at a \
+                time, each drawn at random from the probabilities it predicts at this temperature: the darker a \
+                character's background, the surer the model was; hover over it for the other characters it \
+                considered. Earlier samples stay below, so you can see the text improve."
+        >
             <Show when=move || w.error.with(Option::is_some)>
                 <p id="writing-error" class="error" role="alert">{move || w.error.get().unwrap_or_default()}</p>
             </Show>
@@ -187,6 +187,6 @@ pub fn WritingPanel(lab: Lab) -> impl IntoView {
             <p id="next-char" class="writing">
                 {move || latest().map(|l| l.predictions.iter().map(prediction_view).collect_view())}
             </p>
-        </section>
+        </Panel>
     }
 }

@@ -8,7 +8,7 @@ use std::cell::OnceCell;
 use wasm_bindgen::JsCast;
 use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement};
 
-use crate::sphere_gl;
+use crate::views::sphere::gl;
 
 thread_local! {
     static SOFTWARE_GPU: OnceCell<bool> = const { OnceCell::new() };
@@ -16,7 +16,7 @@ thread_local! {
 
 /// Whether this browser's GPU drawing is done in software (asked once).
 pub fn software_gpu() -> bool {
-    SOFTWARE_GPU.with(|s| *s.get_or_init(|| sphere_gl::software_renderer_name().is_some()))
+    SOFTWARE_GPU.with(|s| *s.get_or_init(|| gl::software_renderer_name().is_some()))
 }
 
 /// The canvas's 2-D context. A canvas keeps the options of its first `getContext`, so every view

@@ -1,0 +1,93 @@
+//! What every panel has: its explanation, its figures' PNG buttons, and its verdicts in words.
+
+use leptos::prelude::*;
+
+/// A panel's "What is this?": the explanation, folded until asked for.
+#[component]
+pub fn Explain(children: Children) -> impl IntoView {
+    view! {
+        <details class="explain">
+            <summary>"What is this?"</summary>
+            <p>{children()}</p>
+        </details>
+    }
+}
+
+/// A button that offers a figure (a canvas, by id) as a PNG download.
+#[component]
+pub fn PngButton(canvas: &'static str, file: &'static str) -> impl IntoView {
+    let failed = RwSignal::new(None::<String>);
+    view! {
+        <button
+            id=format!("png-{canvas}")
+            type="button"
+            class="png"
+            aria-label=format!("download this figure as {file}")
+            on:click=move |_| failed.set(crate::lab::export::canvas_png(canvas, file).err())
+        >
+            "PNG"
+        </button>
+        {move || failed.get().map(|e| view! { <span class="error">{e}</span> })}
+    }
+}
+
+/// How a verdict came out, as its CSS class and `data-agreement`.
+pub fn agreement_tag(agreement: Option<engine::session::Agreement>) -> &'static str {
+    use engine::session::Agreement;
+    match agreement {
+        Some(Agreement::Agrees) => "agrees",
+        Some(Agreement::Partly) => "partly",
+        Some(Agreement::Disagrees) => "disagrees",
+        Some(Agreement::NotYet) | None => "not-yet",
+    }
+}
+
+/// A panel's claim answered in words (computed by the engine), marked by how it came out.
+pub fn verdict_line(
+    id: String,
+    verdict: impl Fn() -> Option<engine::session::Verdict> + Send + Sync + Copy + 'static,
+) -> impl IntoView {
+    let tag = move || agreement_tag(verdict().map(|v| v.agreement));
+    let settled = move || verdict().is_some_and(|v| v.settled);
+    let class = move || format!("verdict {}{}", tag(), if settled() { "" } else { " provisional" });
+    view! {
+        <Show when=move || verdict().is_some()>
+            <p id=id.clone() class=class data-agreement=tag data-settled=move || settled().to_string() role="status">
+                {move || verdict().map(|v| v.sentence).unwrap_or_default()}
+            </p>
+        </Show>
+    }
+}
+
+/// A panel of the page: `#panel-{name}` with its heading (`#{name}-title`), its "What is this?"
+/// and what it shows; `hidden` folds it away while it has nothing to show.
+#[component]
+pub fn Panel(
+    name: &'static str,
+    title: &'static str,
+    explain: &'static str,
+    #[prop(optional, into)] hidden: Signal<bool>,
+    children: Children,
+) -> impl IntoView {
+    view! {
+        <section
+            id=format!("panel-{name}")
+            class="panel"
+            class:hidden=move || hidden.get()
+            aria-labelledby=format!("{name}-title")
+        >
+            <h2 id=format!("{name}-title")>{title}</h2>
+            <Explain>{explain}</Explain>
+            {children()}
+        </section>
+    }
+}
+
+/// A table's header row: one column a name.
+pub fn column_heads(names: &'static [&'static str]) -> impl IntoView {
+    view! {
+        <thead>
+            <tr>{names.iter().map(|name| view! { <th scope="col">{*name}</th> }).collect_view()}</tr>
+        </thead>
+    }
+}
