@@ -9,7 +9,7 @@ use crate::config::{ModelConfig, OptimizerConfig};
 use crate::error::Result;
 use crate::model::{Cache, Grads, Model};
 use crate::nn::matmul::{gemm, MatMut, MatRef};
-use crate::optim::Optimizer;
+use crate::optim::{Optimizer, StepInput};
 use crate::rng::{rng, Stream};
 use crate::train::shards::{Shards, SHARDS};
 
@@ -74,7 +74,8 @@ pub fn step_time(s: &Size, opt: &OptimizerConfig, iters: usize, threads: usize) 
         let start = Instant::now();
         shards.forward_backward(&model, &tokens, &targets)?;
         crate::optim::clip::clip(&mut shards.grads_mut().data, 1.0);
-        optimizer.step(&mut model, shards.grads(), shards.cache(), 1e-3, 1.0)?;
+        optimizer
+            .step(&mut model, StepInput { grads: shards.grads(), cache: shards.cache(), lr: 1e-3, factor: 1.0 })?;
         if i >= 2 {
             times.push(start.elapsed().as_secs_f64());
         }
@@ -187,7 +188,7 @@ pub fn probe_overhead(s: &Size, iters: usize) -> Result<ProbeOverhead> {
             model.forward(&mut cache, &tokens, &targets)?;
             model.backward(&cache, &mut grads);
             crate::optim::clip::clip(&mut grads.data, 1.0);
-            optimizer.step(&mut model, &grads, &cache, 1e-3, 1.0)?;
+            optimizer.step(&mut model, StepInput { grads: &grads, cache: &cache, lr: 1e-3, factor: 1.0 })?;
             if let Some(p) = probe.as_mut() {
                 p.record(step, &model)?;
             }

@@ -6,11 +6,11 @@
 use super::adamw::{AdamW, Hyper, State as AdamState};
 use super::elementwise::{Elementwise, REDUCE_GROUPS};
 use super::matmul::{Dims, Matmul, View};
-use super::{f, grid_1d, Access, GpuContext, Kernel, Op, Result, Tensor};
+use super::{f, grid_1d, Access, GpuContext, GpuError, Kernel, Op, Result, Tensor};
 use crate::config::MuonConfig;
 use crate::model::architecture::LinearId;
 use crate::model::Model;
-use crate::optim::curvature;
+use crate::optim::{curvature, Take};
 
 /// The Newton-Schulz coefficients of `optim::muon`.
 const NS: (f32, f32, f32) = (3.4445, -4.7750, 2.0315);
@@ -161,11 +161,7 @@ impl GpuMuon {
         Ok(out)
     }
 
-    pub fn load_state(
-        &mut self,
-        ctx: &GpuContext,
-        take: &mut dyn FnMut(&str, usize) -> Result<Vec<f32>>,
-    ) -> Result<()> {
+    pub fn load_state(&mut self, ctx: &GpuContext, take: &mut Take<GpuError>) -> Result<()> {
         ctx.write(&self.adam_m, &take("adam.m", self.adam_m.len)?);
         ctx.write(&self.adam_v, &take("adam.v", self.adam_v.len)?);
         self.adam_t = take("adam.t", 1)?[0] as u64;

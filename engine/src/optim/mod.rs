@@ -21,6 +21,19 @@ use crate::error::{Error, Result};
 use crate::model::{Cache, Grads, Model};
 use second_order::{Diagnostics, Method, SecondOrder};
 
+/// What one step reads: the gradients and cache of the last forward/backward, and the learning
+/// rate `lr` (the schedule's `factor` times the base rate).
+#[derive(Clone, Copy)]
+pub struct StepInput<'a> {
+    pub grads: &'a Grads<f32>,
+    pub cache: &'a Cache<f32>,
+    pub lr: f32,
+    pub factor: f32,
+}
+
+/// Hands out a saved optimizer state by name and length (the state of `state()`), for `load_state`.
+pub type Take<'a, E = Error> = dyn FnMut(&str, usize) -> std::result::Result<Vec<f32>, E> + 'a;
+
 pub enum Optimizer {
     Sgd(sgd::Sgd),
     Adam(adam::Adam),
@@ -49,23 +62,15 @@ impl Optimizer {
         }
     }
 
-    /// Applies one update with learning rate `lr` (the schedule's `factor` times the base rate)
-    /// from the gradients and cache of the last forward/backward. A non-finite update is an error
-    /// and changes nothing.
-    pub fn step(
-        &mut self,
-        model: &mut Model<f32>,
-        grads: &Grads<f32>,
-        cache: &Cache<f32>,
-        lr: f32,
-        factor: f32,
-    ) -> Result<()> {
+    /// Applies one update. A non-finite update is an error and changes nothing.
+    pub fn step(&mut self, model: &mut Model<f32>, s: StepInput) -> Result<()> {
+        let StepInput { grads, lr, factor, .. } = s;
         match self {
             Optimizer::Sgd(o) => o.step(&mut model.params, &grads.data, &model.layout, lr),
             Optimizer::Adam(o) => o.step(&mut model.params, &grads.data, &model.layout, lr),
             Optimizer::Muon(o) => o.step(model, grads, lr, factor),
             Optimizer::Soap(o) => return o.step(model, grads, lr),
-            Optimizer::SecondOrder(o) => return o.step(model, grads, cache, lr, factor),
+            Optimizer::SecondOrder(o) => return o.step(model, s),
         }
         Ok(())
     }
@@ -140,13 +145,13 @@ mod tests {
         // the inverse fail half-way through the layers (validation refuses it; a bug would not).
         let mut so = SecondOrderConfig::new(Method::Kfac);
         let mut opt = Optimizer::new(&OptimizerConfig::Kfac(so.clone()), &model);
-        opt.step(&mut model, &grads, &cache, 0.01, 1.0).unwrap();
+        opt.step(&mut model, StepInput { grads: &grads, cache: &cache, lr: 0.01, factor: 1.0 }).unwrap();
         so.damping = -1.0;
         let Optimizer::SecondOrder(o) = &mut opt else { unreachable!() };
         o.cfg.damping = so.damping;
         o.cfg.inverse_interval = 1;
         let (state, params) = (opt.state(), model.params.clone());
-        assert!(opt.step(&mut model, &grads, &cache, 0.01, 1.0).is_err());
+        assert!(opt.step(&mut model, StepInput { grads: &grads, cache: &cache, lr: 0.01, factor: 1.0 }).is_err());
         assert_eq!(opt.state(), state, "the optimizer state is as before the failed step");
         assert_eq!(model.params, params);
     }

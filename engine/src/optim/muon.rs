@@ -3,7 +3,7 @@
 //! biases and the head take AdamW steps, as in the modded-nanogpt speedruns.
 
 use super::adam::Adam;
-use super::curvature;
+use super::{curvature, Take};
 use crate::config::MuonConfig;
 use crate::model::architecture::{LinearId, LinearSpec};
 use crate::model::{Grads, Model};
@@ -151,10 +151,7 @@ impl Muon {
         out
     }
 
-    pub fn load_state(
-        &mut self,
-        take: &mut dyn FnMut(&str, usize) -> crate::error::Result<Vec<f32>>,
-    ) -> crate::error::Result<()> {
+    pub fn load_state(&mut self, take: &mut Take) -> crate::error::Result<()> {
         self.adam.m = take("adam.m", self.adam.m.len())?;
         self.adam.v = take("adam.v", self.adam.v.len())?;
         self.adam.t = take("adam.t", 1)?[0] as u64;

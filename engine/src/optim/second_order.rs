@@ -11,10 +11,11 @@ use super::cg::{self, CgOutcome, CgWork};
 use super::curvature::{self, Site};
 use super::kfac;
 use super::kronecker::{self, Operands, Product, Scratch};
+use super::{StepInput, Take};
 // The configuration lives with the other configurations; re-exported here where it is used.
 pub use crate::config::{Fisher, Method, SecondOrderConfig};
 use crate::error::{Error, Result};
-use crate::model::{pair_mut, Cache, Grads, Model};
+use crate::model::{pair_mut, Grads, Model};
 use crate::nn::matmul::{gemm, MatMut, MatRef};
 use crate::rng::{rng, Stream};
 
@@ -171,16 +172,9 @@ impl SecondOrder {
     }
 
     /// One step; an error (a failed inverse, a non-finite update) changes nothing.
-    pub fn step(
-        &mut self,
-        model: &mut Model<f32>,
-        grads: &Grads<f32>,
-        cache: &Cache<f32>,
-        lr: f32,
-        factor: f32,
-    ) -> Result<()> {
+    pub fn step(&mut self, model: &mut Model<f32>, s: StepInput) -> Result<()> {
         self.save_rollback();
-        let result = self.try_step(model, grads, cache, lr, factor);
+        let result = self.try_step(model, s);
         if result.is_err() {
             self.restore_rollback();
         }
@@ -212,14 +206,8 @@ impl SecondOrder {
         self.diag.fallbacks_this_step = rb.fallbacks_this_step;
     }
 
-    fn try_step(
-        &mut self,
-        model: &mut Model<f32>,
-        grads: &Grads<f32>,
-        cache: &Cache<f32>,
-        lr: f32,
-        factor: f32,
-    ) -> Result<()> {
+    fn try_step(&mut self, model: &mut Model<f32>, s: StepInput) -> Result<()> {
+        let StepInput { grads, cache, lr, factor } = s;
         #[cfg(not(target_arch = "wasm32"))]
         let start = std::time::Instant::now();
         // N positions, M scored tokens (the loss's terms; see `curvature`).
@@ -357,7 +345,7 @@ impl SecondOrder {
         out
     }
 
-    pub fn load_state(&mut self, take: &mut dyn FnMut(&str, usize) -> Result<Vec<f32>>) -> Result<()> {
+    pub fn load_state(&mut self, take: &mut Take) -> Result<()> {
         self.t = take("so.t", 1)?[0] as u64;
         self.diag.fallbacks_total = take("so.fallbacks", 1)?[0] as u64;
         self.adam.m = take("adam.m", self.adam.m.len())?;

@@ -17,7 +17,7 @@
 use nalgebra::DMatrix;
 
 use super::adam::Adam;
-use super::curvature;
+use super::{curvature, Take};
 use crate::config::SoapConfig;
 use crate::error::{Error, Result};
 use crate::model::architecture::LinearSpec;
@@ -145,7 +145,7 @@ impl Soap {
         out
     }
 
-    pub fn load_state(&mut self, take: &mut dyn FnMut(&str, usize) -> Result<Vec<f32>>) -> Result<()> {
+    pub fn load_state(&mut self, take: &mut Take) -> Result<()> {
         self.adam.m = take("adam.m", self.adam.m.len())?;
         self.adam.v = take("adam.v", self.adam.v.len())?;
         self.adam.t = take("adam.t", 1)?[0] as u64;

@@ -13,7 +13,7 @@ use crate::data::baseline::{BaselineLoss, Baselines};
 use crate::data::{Dataset, Split};
 use crate::error::{Error, Result};
 use crate::model::Model;
-use crate::optim::{clip, Optimizer};
+use crate::optim::{clip, Optimizer, StepInput};
 use shards::{Shards, SHARDS};
 
 #[derive(Clone, Copy, Debug, Serialize)]
@@ -126,10 +126,12 @@ impl Trainer {
         let lr = self.cfg.schedule.lr(self.cfg.lr, self.step, self.cfg.steps);
         let step = self.step;
         let (grads, cache) = (self.shards.grads(), self.shards.cache());
-        self.opt.step(&mut self.model, grads, cache, lr, lr / self.cfg.lr).map_err(|e| match e {
-            Error::NonFinite { what, .. } => Error::NonFinite { what, step },
-            other => other,
-        })?;
+        self.opt.step(&mut self.model, StepInput { grads, cache, lr, factor: lr / self.cfg.lr }).map_err(
+            |e| match e {
+                Error::NonFinite { what, .. } => Error::NonFinite { what, step },
+                other => other,
+            },
+        )?;
         self.step += 1;
         Ok(StepReport { step: self.step, loss, lr, grad_norm })
     }

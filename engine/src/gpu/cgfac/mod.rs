@@ -19,12 +19,12 @@ mod tests;
 
 use super::adamw::{step_values, AdamW, Hyper, State as AdamState};
 use super::matmul::Matmul;
-use super::{GpuContext, Op, Result, Tensor};
+use super::{GpuContext, GpuError, Op, Result, Tensor};
 use crate::model::architecture::LinearId;
 use crate::model::Model;
 use crate::optim::cg::CgOutcome;
-use crate::optim::curvature;
 use crate::optim::second_order::{Diagnostics, LayerDiagnostics, SecondOrderConfig};
+use crate::optim::{curvature, Take};
 use layout::*;
 use solver::Solver;
 
@@ -254,11 +254,7 @@ impl CgFac {
     }
 
     /// Uploads the state `take` yields by name and length (see [`Self::state`]).
-    pub fn load_state(
-        &mut self,
-        ctx: &GpuContext,
-        take: &mut dyn FnMut(&str, usize) -> Result<Vec<f32>>,
-    ) -> Result<()> {
+    pub fn load_state(&mut self, ctx: &GpuContext, take: &mut Take<GpuError>) -> Result<()> {
         let total = self.adam_m.len;
         self.t = take("so.t", 1)?[0] as u64;
         self.fallbacks_total = take("so.fallbacks", 1)?[0] as u64;
