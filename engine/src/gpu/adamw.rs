@@ -49,7 +49,15 @@ impl AdamW {
     pub fn new(ctx: &GpuContext) -> Self {
         use Access::*;
         let access = [ReadWrite, Read, ReadWrite, ReadWrite, Read, Read, Read];
-        AdamW { kernel: Kernel::new(ctx, "adamw", include_str!("kernels/adamw.wgsl"), &access, &["main"]) }
+        AdamW {
+            kernel: Kernel::new(
+                ctx,
+                "adamw",
+                concat!(include_str!("kernels/clip.wgsl"), include_str!("kernels/adamw.wgsl")),
+                &access,
+                &["main"],
+            ),
+        }
     }
 
     /// The update of every parameter.

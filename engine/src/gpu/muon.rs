@@ -67,7 +67,7 @@ impl GpuMuon {
         let kernel = Kernel::new(
             ctx,
             "muon",
-            include_str!("kernels/muon.wgsl"),
+            concat!(include_str!("kernels/clip.wgsl"), include_str!("kernels/muon.wgsl")),
             &access,
             &["momentum", "normalize", "diag", "update"],
         );

@@ -25,7 +25,15 @@ impl Sgd {
     pub fn new(ctx: &GpuContext) -> Self {
         use Access::*;
         let access = [ReadWrite, Read, ReadWrite, Read, Read, Read];
-        Sgd { kernel: Kernel::new(ctx, "sgd", include_str!("kernels/sgd.wgsl"), &access, &["main"]) }
+        Sgd {
+            kernel: Kernel::new(
+                ctx,
+                "sgd",
+                concat!(include_str!("kernels/clip.wgsl"), include_str!("kernels/sgd.wgsl")),
+                &access,
+                &["main"],
+            ),
+        }
     }
 
     /// `max_norm` is the global gradient-norm clip; 0 turns it off.

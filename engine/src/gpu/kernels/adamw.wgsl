@@ -21,11 +21,6 @@ struct Params {
 @group(0) @binding(6) var<storage, read> step: array<f32>;   // [lr, 1 - beta1^t, 1 - beta2^t]
 @group(0) @binding(7) var<uniform> p: Params;
 
-// NaN or infinity: all exponent bits set.
-fn is_finite(x: f32) -> bool {
-    return (bitcast<u32>(x) & 0x7f800000u) != 0x7f800000u;
-}
-
 @compute @workgroup_size(256)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let j = gid.x + gid.y * nwg.x * 256u;
@@ -39,11 +34,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     if (!is_finite(norm[0])) {
         return;
     }
-    let total = sqrt(norm[0]);
-    var scale = 1.0;
-    if (p.max_norm > 0.0 && total > p.max_norm) {
-        scale = p.max_norm / total;
-    }
+    let scale = clip_scale();
     let g = grads[i] * scale;
     let lr = step[0];
     let mi = p.beta1 * m[i] + (1.0 - p.beta1) * g;

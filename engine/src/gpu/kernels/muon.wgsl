@@ -29,10 +29,6 @@ fn index(gid: vec3<u32>, nwg: vec3<u32>) -> u32 {
     return gid.x + gid.y * nwg.x * 256u;
 }
 
-fn is_finite(v: f32) -> bool {
-    return (bitcast<u32>(v) & 0x7f800000u) != 0x7f800000u;
-}
-
 // mom = mu mom + g, dir = g + mu mom (Nesterov) or mom, g clipped as optim/clip.rs clips.
 @compute @workgroup_size(256)
 fn momentum(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
@@ -40,11 +36,7 @@ fn momentum(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgrou
     if (i >= p.n || !is_finite(norm[0])) {
         return;
     }
-    let total = sqrt(norm[0]);
-    var scale = 1.0;
-    if (p.max_norm > 0.0 && total > p.max_norm) {
-        scale = p.max_norm / total;
-    }
+    let scale = clip_scale();
     let g = grads[p.off + i] * scale;
     let m = p.mu * mom[i] + g;
     mom[i] = m;

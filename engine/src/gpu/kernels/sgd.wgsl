@@ -1,6 +1,8 @@
 // SGD with heavy-ball momentum and decoupled weight decay over the flat parameter buffer,
 // mirroring engine/src/optim/sgd.rs, with the global gradient-norm clip of optim/clip.rs folded in
-// as in adamw.wgsl. The learning rate comes from `step`, written before each submission.
+// (clip.wgsl). The learning rate comes from `step`, written before each submission.
+
+
 
 struct Params {
     n: u32,
@@ -16,11 +18,6 @@ struct Params {
 @group(0) @binding(5) var<storage, read> step: array<f32>;   // [lr, ...]
 @group(0) @binding(6) var<uniform> p: Params;
 
-// NaN or infinity: all exponent bits set.
-fn is_finite(x: f32) -> bool {
-    return (bitcast<u32>(x) & 0x7f800000u) != 0x7f800000u;
-}
-
 @compute @workgroup_size(256)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let i = gid.x + gid.y * nwg.x * 256u;
@@ -33,11 +30,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     if (!is_finite(norm[0])) {
         return;
     }
-    let total = sqrt(norm[0]);
-    var scale = 1.0;
-    if (p.max_norm > 0.0 && total > p.max_norm) {
-        scale = p.max_norm / total;
-    }
+    let scale = clip_scale();
     let vi = p.momentum * velocity[i] + grads[i] * scale;
     velocity[i] = vi;
     prm[i] -= step[0] * (vi + decay[i] * prm[i]);

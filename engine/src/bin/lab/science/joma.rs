@@ -12,28 +12,20 @@ use serde::Serialize;
 use serde_json::json;
 
 use super::*;
-use crate::args::RunArgs;
 
 #[derive(Args)]
 pub struct JomaArgs {
     /// JoMA's toy dynamics dv/dt = eta (mu - v) * softmax(v^2/T) instead of a training run.
     #[arg(long)]
     pub(super) toy: bool,
-    /// Toy: draw of mu; training: seed of data and initialisation.
-    #[arg(long, default_value_t = 0)]
-    pub(super) seed: u64,
     /// Toy: keep every this many steps of the entropy curve in the output.
     #[arg(long, default_value_t = 50)]
     pub(super) every: usize,
     /// MLP activation: gelu, relu or identity (JoMA's linear case).
     #[arg(long)]
     pub(super) mlp: Option<String>,
-    #[arg(long, default_value = "adam")]
-    pub(super) optimizer: String,
     #[command(flatten)]
-    pub(super) run: RunArgs,
-    #[command(flatten)]
-    pub(super) probe: ProbeArgs,
+    pub(super) run: ProbedRunArgs,
     /// Write entropy (and, on hierarchy data, within-chunk mass) per layer over training as SVG.
     #[arg(long)]
     pub(super) plot: Option<PathBuf>,
@@ -113,11 +105,11 @@ pub fn run_joma(a: JomaArgs) -> Result<(), Error> {
     if a.toy {
         return run_toy(&a);
     }
-    let mut cfg = a.run.config(&a.optimizer, a.seed)?;
+    let mut cfg = a.run.config()?;
     if let Some(m) = &a.mlp {
         cfg.model.activation = m.parse()?;
     }
-    let rep = joma_experiment(cfg, &a.probe)?;
+    let rep = joma_experiment(cfg, &a.run.probe)?;
     if let Some(path) = &a.plot {
         plot_joma(path, &[&rep]).map_err(|e| plot_error(path, e))?;
     }
@@ -173,7 +165,7 @@ pub(super) fn plot_joma(path: &Path, runs: &[&JomaReport]) -> PlotResult {
 }
 
 pub(super) fn run_toy(a: &JomaArgs) -> Result<(), Error> {
-    let run = joma::toy(&ToyConfig { seed: a.seed, ..ToyConfig::default() })?;
+    let run = joma::toy(&ToyConfig { seed: a.run.seed, ..ToyConfig::default() })?;
     let every = a.every.max(1);
     let last = run.entropy.len() - 1;
     let curve: Vec<(usize, f64)> =
@@ -189,7 +181,7 @@ pub(super) fn run_toy(a: &JomaArgs) -> Result<(), Error> {
     }
     let s = &run.summary;
     let mu: Vec<String> = run.mu.iter().map(|m| format!("{m:.3}")).collect();
-    println!("JoMA toy dynamics, seed {}: mu = [{}]", a.seed, mu.join(", "));
+    println!("JoMA toy dynamics, seed {}: mu = [{}]", a.run.seed, mu.join(", "));
     println!(
         "entropy {:.4} -> min {:.4} at step {} -> final {:.4} (rebound {:.4}, {:?})",
         s.initial, s.min, s.min_step, s.last, s.rebound, s.shape

@@ -21,8 +21,31 @@ use engine::config::{ModelConfig, TrainConfig};
 use engine::science::probe::{Probe, ProbeConfig};
 use engine::science::{cache, markov};
 use engine::{Error, Trainer};
+
+use crate::args::RunArgs;
 use plotters::prelude::*;
 use serde::Serialize;
+
+/// The probed training run of `sphere` and `joma`: its optimizer and seed, the run's sizes and
+/// steps, the probe batch.
+#[derive(Args)]
+pub struct ProbedRunArgs {
+    #[arg(long, default_value = "adam")]
+    pub(super) optimizer: String,
+    /// Seed of data and initialisation (`joma --toy`: of the draw of mu).
+    #[arg(long, default_value_t = 0)]
+    pub(super) seed: u64,
+    #[command(flatten)]
+    pub(super) run: RunArgs,
+    #[command(flatten)]
+    pub(super) probe: ProbeArgs,
+}
+
+impl ProbedRunArgs {
+    fn config(&self) -> Result<TrainConfig, Error> {
+        self.run.config(&self.optimizer, self.seed)
+    }
+}
 
 /// The probe batch of `sphere` and `joma`.
 #[derive(Args, Clone)]

@@ -18,18 +18,11 @@ use plotters::prelude::*;
 use serde::Serialize;
 
 use super::*;
-use crate::args::RunArgs;
 
 #[derive(Args)]
 pub struct SphereArgs {
-    #[arg(long, default_value = "adam")]
-    pub(super) optimizer: String,
-    #[arg(long, default_value_t = 0)]
-    pub(super) seed: u64,
     #[command(flatten)]
-    pub(super) run: RunArgs,
-    #[command(flatten)]
-    pub(super) probe: ProbeArgs,
+    pub(super) run: ProbedRunArgs,
     /// Write E[cos theta] per training phase (measured and fitted) and entropy curves as SVG.
     #[arg(long)]
     pub(super) plot: Option<PathBuf>,
@@ -289,7 +282,7 @@ pub(super) fn sphere_experiment(cfg: TrainConfig, p: &ProbeArgs) -> Result<Spher
 }
 
 pub fn run_sphere(a: SphereArgs) -> Result<(), Error> {
-    let rep = sphere_experiment(a.run.config(&a.optimizer, a.seed)?, &a.probe)?;
+    let rep = sphere_experiment(a.run.config()?, &a.run.probe)?;
     if let Some(path) = &a.plot {
         plot_sphere(path, &rep).map_err(|e| plot_error(path, e))?;
     }
