@@ -29,8 +29,6 @@ pub struct JomaArgs {
     /// Write entropy (and, on hierarchy data, within-chunk mass) per layer over training as SVG.
     #[arg(long)]
     pub(super) plot: Option<PathBuf>,
-    #[arg(long)]
-    pub(super) json: bool,
 }
 
 /// One layer's attention over training.
@@ -113,7 +111,7 @@ pub fn run_joma(a: JomaArgs) -> Result<(), Error> {
     if let Some(path) = &a.plot {
         plot_joma(path, &[&rep]).map_err(|e| plot_error(path, e))?;
     }
-    if a.json {
+    if a.run.json {
         println!("{}", serde_json::to_string(&rep)?);
         return Ok(());
     }
@@ -170,7 +168,7 @@ pub(super) fn run_toy(a: &JomaArgs) -> Result<(), Error> {
     let last = run.entropy.len() - 1;
     let curve: Vec<(usize, f64)> =
         run.entropy.iter().copied().enumerate().filter(|(s, _)| s % every == 0 || *s == last).collect();
-    if a.json {
+    if a.run.json {
         let curve: Vec<_> = curve.iter().map(|(s, h)| json!({"step": s, "entropy": h})).collect();
         println!(
             "{}",

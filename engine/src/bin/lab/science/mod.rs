@@ -39,6 +39,9 @@ pub struct ProbedRunArgs {
     pub(super) run: RunArgs,
     #[command(flatten)]
     pub(super) probe: ProbeArgs,
+    /// Print one JSON object instead of the report.
+    #[arg(long)]
+    pub(super) json: bool,
 }
 
 impl ProbedRunArgs {

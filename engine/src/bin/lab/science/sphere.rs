@@ -26,8 +26,6 @@ pub struct SphereArgs {
     /// Write E[cos theta] per training phase (measured and fitted) and entropy curves as SVG.
     #[arg(long)]
     pub(super) plot: Option<PathBuf>,
-    #[arg(long)]
-    pub(super) json: bool,
 }
 
 /// Sphere points entering one layer (l = L: the final LayerNorm) on the final model.
@@ -286,7 +284,7 @@ pub fn run_sphere(a: SphereArgs) -> Result<(), Error> {
     if let Some(path) = &a.plot {
         plot_sphere(path, &rep).map_err(|e| plot_error(path, e))?;
     }
-    if a.json {
+    if a.run.json {
         println!("{}", serde_json::to_string(&rep)?);
         return Ok(());
     }
