@@ -6,8 +6,9 @@ use crate::scalar::Scalar;
 /// Layers with this many weights or more are split by output columns into two halves run at once
 /// (natively): a text read by GPT-2 is one row of T tokens, and one token written is one row, with
 /// no batch for the shards to share out. The split depends on the shape alone, so the bits never
-/// depend on the thread count. The lab's own models (d_model up to 256 or so) never split.
-pub const SPLIT_WEIGHTS: usize = 1 << 20;
+/// depend on the thread count. GPT-2 small's smallest layers (Q, K, V and the attention's output,
+/// 768 x 768) are over it; the lab's own models (d_model up to 256 or so) never split.
+pub const SPLIT_WEIGHTS: usize = 1 << 19;
 
 /// inp (N, in) -> out (N, out).
 pub fn forward<S: Scalar>(out: &mut [S], inp: &[S], w: &[S], b: &[S], n: usize, din: usize, dout: usize) {
