@@ -1,6 +1,8 @@
 //! A linear layer `y = x W^T + b` with W stored (out, in), as PyTorch stores it.
 
 use crate::nn::matmul::{gemm, MatMut, MatRef};
+#[cfg(target_arch = "wasm32")]
+use crate::nn::reduce;
 use crate::scalar::Scalar;
 
 /// Layers with this many weights or more are split by output columns into two halves run at once
@@ -33,10 +35,24 @@ pub fn forward<S: Scalar>(out: &mut [S], inp: &[S], w: &[S], b: &[S], n: usize, 
 
 /// `forward` as one product.
 fn forward_whole<S: Scalar>(out: &mut [S], inp: &[S], w: &[S], b: &[S], n: usize, din: usize, dout: usize) {
+    #[cfg(target_arch = "wasm32")]
+    if n == 1 {
+        return matvec(out, inp, w, b, din);
+    }
     for row in out.chunks_exact_mut(dout) {
         row.copy_from_slice(b);
     }
     gemm(S::one(), MatRef::new(inp, n, din), MatRef::new(w, dout, din).t(), S::one(), MatMut::new(out, n, dout));
+}
+
+/// One row (a token written) in wasm32: a dot product a weight row, reading W once as it lies.
+/// matrixmultiply packs W first, as much memory traffic again as the product itself; this more than
+/// doubles GPT-2's writing in a browser. Natively the gemm crate's own path for one row is faster.
+#[cfg(target_arch = "wasm32")]
+fn matvec<S: Scalar>(out: &mut [S], x: &[S], w: &[S], b: &[S], din: usize) {
+    for ((o, row), &bias) in out.iter_mut().zip(w.chunks_exact(din)).zip(b) {
+        *o = bias + reduce::dot(x, row);
+    }
 }
 
 /// Accumulates `dw += dy^T x` and `db += sum dy`; sets (`beta` = 0) or adds to (`beta` = 1) `dinp`.
