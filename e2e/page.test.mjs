@@ -2189,6 +2189,11 @@ test('a real model: GPT-2 fetched under the hub\'s layout reads a text on every 
   // The model's first guess after the text, as the CLI computed it.
   const [word, p] = cli.next[cli.next.length - 1][0];
   assert.ok((await textOf(page, '#model-next')).includes(`"${word.replaceAll(' ', '\u2423')}" ${Math.round(100 * p)}%`));
+  // Any piece picked shows what the model expects after it: the third, as the CLI computed it.
+  await page.click('#model-tokens .piece >> nth=2');
+  assert.equal(await page.getAttribute('#model-tokens .piece >> nth=2', 'aria-pressed'), 'true');
+  const [third, p3] = cli.next[2][0];
+  assert.ok((await textOf(page, '#model-next')).includes(`"${third.replaceAll(' ', '\u2423')}" ${Math.round(100 * p3)}%`));
   for (const id of ['#model-kernel', '#model-brownian', '#model-flow', '#verdict-markov']) {
     assert.equal(await page.getAttribute(id, 'data-settled'), 'true', id);
   }

@@ -63,17 +63,39 @@ pub fn ModelPanel(lab: Lab) -> impl IntoView {
             None => p.what,
         })
     };
+    // The piece whose candidates are shown: the one picked, else the last; a new reading resets it.
+    let picked = RwSignal::new(None::<usize>);
+    Effect::new(move |_| {
+        m.reading.track();
+        picked.set(None);
+    });
+    let at = move || picked.get().or_else(|| m.reading.with(|r| r.as_ref().map(|r| r.pieces.len().saturating_sub(1))));
     let pieces = move || {
         m.reading.with(|r| {
-            r.as_ref().map(|r| r.pieces.iter().map(|p| view! { <span class="piece">{shown(p)}</span> }).collect_view())
+            r.as_ref().map(|r| {
+                let piece = |(i, p): (usize, &String)| {
+                    view! {
+                        <button
+                            type="button"
+                            class="piece"
+                            aria-pressed=move || (at() == Some(i)).to_string()
+                            on:click=move |_| picked.set(Some(i))
+                        >
+                            {shown(p)}
+                        </button>
+                    }
+                };
+                r.pieces.iter().enumerate().map(piece).collect_view()
+            })
         })
     };
     let next_line = move || {
+        let i = at()?;
         m.reading.with(|r| {
             let r = r.as_ref()?;
-            let (last, piece) = (r.next.last()?, r.pieces.last()?);
-            let c: Vec<String> = last.iter().map(|(t, p)| format!("\"{}\" {:.0}%", shown(t), 100.0 * p)).collect();
-            Some(format!("After \"{}\" the model expects: {}", shown(piece), c.join(", ")))
+            let (next, piece) = (r.next.get(i)?, r.pieces.get(i)?);
+            let c: Vec<String> = next.iter().map(|(t, p)| format!("\"{}\" {:.0}%", shown(t), 100.0 * p)).collect();
+            Some(format!("After \"{}\" (token {}) the model expects: {}", shown(piece), i + 1, c.join(", ")))
         })
     };
     let rows = move || {
@@ -85,11 +107,14 @@ pub fn ModelPanel(lab: Lab) -> impl IntoView {
                         let name = if l.layer == r.n_layer { "final".to_string() } else { l.layer.to_string() };
                         let ent: Vec<f64> = l.heads.iter().map(|h| h.entropy).collect();
                         let tv: Vec<f64> = l.heads.iter().map(|h| h.kernel_tv_mean).collect();
+                        // The mean over heads, and beneath it the lowest to the highest.
                         let span = |v: &[f64]| match v.is_empty() {
-                            true => "-".to_string(),
+                            true => view! { "-" }.into_any(),
                             false => {
                                 let (lo, hi) = v.iter().fold((f64::MAX, f64::MIN), |a, &x| (a.0.min(x), a.1.max(x)));
-                                format!("{:.2} ({lo:.2}-{hi:.2})", v.iter().sum::<f64>() / v.len() as f64)
+                                let mean = v.iter().sum::<f64>() / v.len() as f64;
+                                view! { {format!("{mean:.2}")} <span class="range">{format!("{lo:.2}-{hi:.2}")}</span> }
+                                    .into_any()
                             }
                         };
                         view! {
@@ -178,7 +203,9 @@ pub fn ModelPanel(lab: Lab) -> impl IntoView {
                 </div>
             </Show>
             <Show when=move || m.reading.with(Option::is_some)>
-                <p class="caption">"The tokens as GPT-2 cuts them (␣ is a space):"</p>
+                <p class="caption">
+                    "The tokens as GPT-2 cuts them (␣ is a space); pick one for what the model expects after it:"
+                </p>
                 <p id="model-tokens" class="pieces">{pieces}</p>
                 <p id="model-next">{next_line}</p>
                 <Show when=move || m.written.with(Option::is_some)>
