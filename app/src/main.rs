@@ -325,6 +325,7 @@ fn App() -> impl IntoView {
                         })
                 }}
                 <span class="note">"Engine " <code id="version">{engine::VERSION}</code></span>
+                <views::model::ModeSwitch lab=lab />
                 {move || lab.backend_warning().map(|w| view! { <p id="backend-warning" class="error" role="status">{w}</p> })}
                 <Show when=move || lab.on_gpu.with(Option::is_some)>
                     <p id="gpu-copy" class="note">
@@ -332,7 +333,6 @@ fn App() -> impl IntoView {
                     </p>
                 </Show>
                 <span class="theme-toggle">
-                    <views::model::ModeSwitch lab=lab />
                     <button
                         id="presenter"
                         type="button"

@@ -24,9 +24,14 @@ struct Layout {
 }
 
 impl Layout {
-    /// `text`: the labels' size in CSS pixels; the margins hold them.
-    fn new(size: f64, t: usize, text: f64) -> Layout {
-        let (x0, y0) = (2.0 * text, text + 8.0);
+    /// `text`: the labels' size in CSS pixels, `longest` the widest label's width; the margins hold
+    /// them, up to a fifth of the canvas each (longer labels are cut short there).
+    fn new(size: f64, t: usize, text: f64, longest: f64) -> Layout {
+        let cap = 0.2 * size;
+        let x0 = (longest + 6.0).clamp(2.0 * text, cap.max(2.0 * text));
+        // Labels wider than a letter or two stand upright above their columns.
+        let y0 =
+            if upright(longest, text) { (longest + 8.0).clamp(text + 8.0, cap.max(text + 8.0)) } else { text + 8.0 };
         let side = (size - x0 - 6.0).min(size - y0 - 3.7 * text).max(10.0);
         Layout { x0, y0, cell: side / t.max(1) as f64, t }
     }
@@ -36,6 +41,25 @@ impl Layout {
         let (j, i) = ((x - self.x0) / self.cell, (y - self.y0) / self.cell);
         (i >= 0.0 && j >= 0.0 && (i as usize) < self.t && (j as usize) < self.t).then_some((i as usize, j as usize))
     }
+}
+
+/// Whether the column labels stand upright: any wider than a letter and a half.
+fn upright(longest: f64, text: f64) -> bool {
+    longest > 1.5 * text
+}
+
+/// `label` cut short with an ellipsis to `width` pixels in the context's font.
+fn fit(ctx: &web_sys::CanvasRenderingContext2d, label: &str, width: f64) -> String {
+    let wide = |s: &str| ctx.measure_text(s).map_or(0.0, |m| m.width());
+    if wide(label) <= width {
+        return label.to_string();
+    }
+    let chars: Vec<char> = label.chars().collect();
+    (1..chars.len())
+        .rev()
+        .map(|n| chars[..n].iter().collect::<String>() + "…")
+        .find(|s| wide(s) <= width)
+        .unwrap_or_else(|| chars.first().map(|c| c.to_string()).unwrap_or_default())
 }
 
 /// Draws the (t, t) matrix `p` with its token labels on both axes and the colour scale under it;
@@ -66,7 +90,10 @@ fn draw(
     ctx.fill_rect(0.0, 0.0, size, size);
     let text = canvas_text::px();
     canvas_text::report(canvas, text);
-    let layout = Layout::new(size, t, text);
+    let font = text;
+    ctx.set_font(&format!("{font:.0}px ui-monospace, monospace"));
+    let longest = labels.iter().take(t).map(|l| ctx.measure_text(l).map_or(0.0, |m| m.width())).fold(0.0, f64::max);
+    let layout = Layout::new(size, t, text, longest);
     if t == 0 || p.len() != t * t {
         return Ok((layout, 0.0));
     }
@@ -84,17 +111,26 @@ fn draw(
     ctx.set_image_smoothing_enabled(false);
     ctx.draw_image_with_html_canvas_element_and_dw_and_dh(&cells, layout.x0, layout.y0, side, side)
         .map_err(|_| "could not draw the heatmap".to_string())?;
-    // Token labels: rows (who looks) on the left, columns (where it looks) on top; every n-th
-    // when the cells are too small for every one.
-    let font = text;
+    // Token labels: rows (who looks) on the left, columns (where it looks) on top, upright when
+    // they are words (GPT-2's pieces); every n-th when the cells are too small for every one.
     let every = ((font + 1.0) / layout.cell).ceil().max(1.0) as usize;
+    let stand = upright(longest, text);
     ctx.set_fill_style_str(fg);
-    ctx.set_font(&format!("{font:.0}px ui-monospace, monospace"));
-    ctx.set_text_align("center");
     for (i, label) in labels.iter().enumerate().take(t).step_by(every) {
         let c = layout.cell * (i as f64 + 0.5);
-        let _ = ctx.fill_text(label, layout.x0 + c, layout.y0 - 5.0);
-        let _ = ctx.fill_text(label, layout.x0 / 2.0, layout.y0 + c + font / 3.0);
+        ctx.set_text_align("right");
+        let _ = ctx.fill_text(&fit(&ctx, label, layout.x0 - 6.0), layout.x0 - 4.0, layout.y0 + c + font / 3.0);
+        if stand {
+            ctx.save();
+            let _ = ctx.translate(layout.x0 + c + font / 3.0, layout.y0 - 5.0);
+            let _ = ctx.rotate(-std::f64::consts::FRAC_PI_2);
+            ctx.set_text_align("left");
+            let _ = ctx.fill_text(&fit(&ctx, label, layout.y0 - 8.0), 0.0, 0.0);
+            ctx.restore();
+        } else {
+            ctx.set_text_align("center");
+            let _ = ctx.fill_text(label, layout.x0 + c, layout.y0 - 5.0);
+        }
     }
     // The cell under the pointer, framed thin; the selected token's row, framed.
     if let Some((i, j)) = hovered.filter(|&(i, j)| i < t && j < t) {

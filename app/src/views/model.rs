@@ -26,8 +26,13 @@ pub fn ModeSwitch(lab: Lab) -> impl IntoView {
                 }
             }
         >
-            <button id="mode-model" type="button" class="small" on:click=move |_| real_model::set_mode(lab, Mode::Model)>
-                "Open a real model (GPT-2)"
+            <button
+                id="mode-model"
+                type="button"
+                class="small"
+                title="Open a real model (GPT-2, or another of its family) and read a text through every lens"
+                on:click=move |_| real_model::set_mode(lab, Mode::Model)>
+                "Open a real model"
             </button>
         </Show>
     }
