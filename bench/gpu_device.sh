@@ -5,7 +5,9 @@
 # step sizes after it. Build `lab` here first and carry it there:
 #   cargo build --release -p engine --bin lab
 #   (device) bash bench/gpu_device.sh "$OUT"          # LAB=path to use another binary
-# Writes machine.txt, matmul.txt and steps.txt into the folder given, and prints them.
+# Then GPT-2 small's sizes (random weights made by engine/tests/gpt2/fixture.py, which needs python3
+# with numpy there) read on the GPU beside the CPU: `lab bench --model --backend gpu`.
+# Writes machine.txt, matmul.txt, steps.txt and gpt2.txt into the folder given, and prints them.
 set -uo pipefail
 out=${1:-/tmp/spherewalk-gpu-bench}
 lab=${LAB:-target/release/lab}
@@ -26,7 +28,15 @@ timeout 330 "$lab" bench --backend gpu --sizes small,medium,large --optimizers a
   --iters 5 > "$out/steps.txt" 2>&1
 echo "exit $?" >> "$out/steps.txt"
 
-for f in machine matmul steps; do
+# GPT-2 small: its forward of 64 and 256 tokens on the GPU beside the CPU's, and writing.
+if python3 engine/tests/gpt2/fixture.py /tmp/gpt2-small --size gpt2 > "$out/gpt2.txt" 2>&1; then
+  timeout 150 "$lab" bench --model /tmp/gpt2-small --backend gpu --iters 5 >> "$out/gpt2.txt" 2>&1
+  echo "exit $?" >> "$out/gpt2.txt"
+else
+  echo "no GPT-2 rows: fixture.py needs python3 with numpy" >> "$out/gpt2.txt"
+fi
+
+for f in machine matmul steps gpt2; do
   echo "== $f"
   cat "$out/$f.txt"
 done

@@ -2173,19 +2173,32 @@ test('a real model: GPT-2 fetched under the hub\'s layout reads a text on every 
   assert.equal(cli.n_layer, 12);
   assert.equal(await page.$$eval('#model-layers tbody tr', (r) => r.length), 13);
   // The same reading through the JS API, in the browser's worker (wasm), against the native numbers.
-  const web = await page.evaluate((text) => spherewalk.inspect(text), MODEL_TEXT);
-  assert.deepEqual(web.tokens, cli.tokens);
-  const close = (a, b, what) => assert.ok(Math.abs(a - b) <= 1e-4 * Math.max(Math.abs(b), 1), `${what}: ${a} in the page, ${b} natively`);
-  cli.layers.forEach((l, i) => {
-    close(web.layers[i].residual_norm, l.residual_norm, `|x| entering layer ${i}`);
-    close(web.layers[i].radius.mean, l.radius.mean, `radius at layer ${i}`);
-    close(web.layers[i].gain.mean_rel_offset, l.gain.mean_rel_offset, `gain's offset at layer ${i}`);
-    l.heads.forEach((h, j) => {
-      close(web.layers[i].heads[j].entropy, h.entropy, `entropy of layer ${i} head ${j}`);
-      close(web.layers[i].heads[j].kernel_tv_mean, h.kernel_tv_mean, `kernel TV of layer ${i} head ${j}`);
+  const sameAsNative = (web, on) => {
+    assert.deepEqual(web.tokens, cli.tokens);
+    const close = (a, b, what) => assert.ok(Math.abs(a - b) <= 1e-4 * Math.max(Math.abs(b), 1), `${on}, ${what}: ${a} in the page, ${b} natively`);
+    cli.layers.forEach((l, i) => {
+      close(web.layers[i].residual_norm, l.residual_norm, `|x| entering layer ${i}`);
+      close(web.layers[i].radius.mean, l.radius.mean, `radius at layer ${i}`);
+      close(web.layers[i].gain.mean_rel_offset, l.gain.mean_rel_offset, `gain's offset at layer ${i}`);
+      l.heads.forEach((h, j) => {
+        close(web.layers[i].heads[j].entropy, h.entropy, `entropy of layer ${i} head ${j}`);
+        close(web.layers[i].heads[j].kernel_tv_mean, h.kernel_tv_mean, `kernel TV of layer ${i} head ${j}`);
+      });
     });
-  });
-  cli.next.forEach((row, i) => row.forEach(([, p], k) => close(web.next[i][k][1], p, `candidate ${k} after token ${i}`)));
+    cli.next.forEach((row, i) => row.forEach(([, p], k) => close(web.next[i][k][1], p, `candidate ${k} after token ${i}`)));
+  };
+  const web = await page.evaluate((text) => spherewalk.inspect(text), MODEL_TEXT);
+  sameAsNative(web, 'CPU');
+  // Auto on a software adapter (SwiftShader) reads on the CPU, and says so.
+  assert.match(web.on, /^CPU \(.*software/);
+  assert.match(await textOf(page, '#model-on'), /^This reading ran on CPU/);
+  // WebGPU picked: the GPU's forward (the trainer's WGSL kernels) reads it, to the same numbers.
+  await page.selectOption('#backend-choice', 'webgpu');
+  const gpu = await page.evaluate((text) => spherewalk.inspect(text), MODEL_TEXT);
+  assert.match(gpu.on, /^WebGPU/);
+  sameAsNative(gpu, 'WebGPU');
+  assert.match(await textOf(page, '#model-on'), /^This reading ran on WebGPU/);
+  await page.selectOption('#backend-choice', 'auto');
   // The model's first guess after the text, as the CLI computed it.
   const [word, p] = cli.next[cli.next.length - 1][0];
   assert.ok((await textOf(page, '#model-next')).includes(`"${word.replaceAll(' ', '\u2423')}" ${Math.round(100 * p)}%`));

@@ -293,7 +293,7 @@ fn App() -> impl IntoView {
                     "Backend "
                     <select
                         id="backend-choice"
-                        aria-label="where training runs"
+                        aria-label="where training and reading run"
                         on:change=move |ev| {
                             if let Some(choice) = lab::BackendChoice::from_id(&event_target_value(&ev)) {
                                 lab.set_backend(choice);

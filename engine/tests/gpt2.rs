@@ -44,7 +44,10 @@ fn lab(args: &[&str]) -> (bool, String, String) {
     (out.status.success(), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
 }
 
-fn tensors(path: &Path) -> HashMap<String, (Vec<usize>, Vec<f32>)> {
+/// A safetensors file's tensors by name: shape and values.
+type Tensors = HashMap<String, (Vec<usize>, Vec<f32>)>;
+
+fn tensors(path: &Path) -> Tensors {
     let bytes = std::fs::read(path).unwrap();
     let st = SafeTensors::deserialize(&bytes).unwrap();
     st.iter()
@@ -55,32 +58,54 @@ fn tensors(path: &Path) -> HashMap<String, (Vec<usize>, Vec<f32>)> {
         .collect()
 }
 
+/// `lab inspect --dump` on `backend` (cpu, gpu): the JSON report, or None when there is no GPU.
+fn inspect_dump(dir: &Path, backend: &str) -> Option<(Value, Tensors)> {
+    let dump = dir.join(format!("dump-{backend}.safetensors"));
+    let (d, dump_arg) = (dir.to_str().unwrap(), dump.to_str().unwrap());
+    let (ok, out, err) =
+        lab(&["inspect", "--model", d, "--text", TEXT, "--json", "--dump", dump_arg, "--backend", backend]);
+    if !ok && err.contains("no GPU adapter") {
+        eprintln!("skipped the GPU's reading, no adapter: {err}");
+        return None;
+    }
+    assert!(ok, "{backend}: {err}");
+    Some((serde_json::from_str(out.trim()).unwrap(), tensors(&dump)))
+}
+
 #[test]
 fn inspect_dump_equals_an_independent_gpt2_forward_in_both_hub_layouts() {
     for layout in ["plain", "prefixed"] {
         let dir = scratch(layout);
         fixture(&dir, &["--layout", layout]);
-        let d = dir.to_str().unwrap();
-        let dump = dir.join("dump.safetensors");
-        let (ok, out, err) =
-            lab(&["inspect", "--model", d, "--text", TEXT, "--json", "--dump", dump.to_str().unwrap()]);
-        assert!(ok, "{err}");
-        let report: Value = serde_json::from_str(out.trim()).unwrap();
+        let (report, cpu) = inspect_dump(&dir, "cpu").expect("the CPU reads");
         assert_eq!(report["n_layer"], 12);
+        assert_eq!(report["on"], "CPU");
         let ids: Vec<u64> = report["tokens"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect();
         let pieces: String = report["pieces"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
         assert_eq!(pieces, TEXT);
         assert_eq!(report["layers"].as_array().unwrap().len(), 13);
         let ids_arg = ids.iter().map(u64::to_string).collect::<Vec<_>>().join(",");
         fixture(&dir, &["--layout", layout, "--reference", &ids_arg]);
-        let (ours, reference) = (tensors(&dump), tensors(&dir.join("reference.safetensors")));
-        assert_eq!(ours.len(), 13 + 12 + 1, "hidden.0..=12, attn.0..12, logits");
-        for (name, (shape, want)) in &reference {
-            let (our_shape, got) = &ours[name];
-            assert_eq!(our_shape, shape, "{name}");
-            let scale = want.iter().fold(0f32, |m, x| m.max(x.abs()));
-            let err = got.iter().zip(want).fold(0f32, |m, (a, b)| m.max((a - b).abs()));
-            assert!(err <= 1e-4 * scale, "{layout} {name}: max error {err:e} against a largest value of {scale}");
+        let reference = tensors(&dir.join("reference.safetensors"));
+        // The GPU's forward (the trainer's WGSL kernels, lavapipe in CI) to the same tolerance.
+        let gpu = inspect_dump(&dir, "gpu");
+        if let Some((report, _)) = &gpu {
+            assert!(report["on"].as_str().unwrap().starts_with("WebGPU"), "{}", report["on"]);
+            assert_eq!(report["tokens"].as_array().unwrap().len(), ids.len());
+        }
+        for (backend, ours) in [("cpu", Some(cpu)), ("gpu", gpu.map(|g| g.1))] {
+            let Some(ours) = ours else { continue };
+            assert_eq!(ours.len(), 13 + 12 + 1, "hidden.0..=12, attn.0..12, logits");
+            for (name, (shape, want)) in &reference {
+                let (our_shape, got) = &ours[name];
+                assert_eq!(our_shape, shape, "{name}");
+                let scale = want.iter().fold(0f32, |m, x| m.max(x.abs()));
+                let err = got.iter().zip(want).fold(0f32, |m, (a, b)| m.max((a - b).abs()));
+                assert!(
+                    err <= 1e-4 * scale,
+                    "{backend} {layout} {name}: max error {err:e} against a largest value of {scale}"
+                );
+            }
         }
         let _ = std::fs::remove_dir_all(&dir);
     }

@@ -51,7 +51,7 @@ pub fn ModelPanel(lab: Lab) -> impl IntoView {
     let opened_line = move || {
         m.opened.get().map(|o| {
             format!(
-                "{}: {} layers, {} heads, width {}, context {} tokens, {:.1}M weights, running in this tab on the CPU.",
+                "{}: {} layers, {} heads, width {}, context {} tokens, {:.1}M weights, running in this tab.",
                 o.name,
                 o.layers,
                 o.heads,
@@ -150,8 +150,9 @@ pub fn ModelPanel(lab: Lab) -> impl IntoView {
             <h2>"A real model: GPT-2"</h2>
             <p class="caption">
                 "GPT-2 as Hugging Face keeps it (config.json and model.safetensors; about 0.5 GB to download and to \
-                 store for gpt2), fetched by its id or picked from your disk. It runs here, in this tab, on the \
-                 CPU; the browser keeps the files for the next visit."
+                 store for gpt2), fetched by its id or picked from your disk. It runs here, in this tab: on the \
+                 CPU, or on WebGPU as the Backend above says when the GPU can hold the weights; the browser keeps \
+                 the files for the next visit."
             </p>
             <div class="row">
                 <label for="hub-id">"Model id "</label>
@@ -213,6 +214,9 @@ pub fn ModelPanel(lab: Lab) -> impl IntoView {
                 </p>
                 <p id="model-tokens" class="pieces">{pieces}</p>
                 <p id="model-next">{next_line}</p>
+                <p id="model-on" class="note">
+                    {move || m.reading.with(|r| r.as_ref().map(|r| format!("This reading ran on {}.", r.on)))}
+                </p>
                 <Show when=move || m.written.with(Option::is_some)>
                     <p id="model-written">
                         <span class="prompt">{move || m.written.with(|w| w.as_ref().map(|w| w.prompt.clone()))}</span>

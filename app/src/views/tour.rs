@@ -166,14 +166,16 @@ pub fn focus(panel: &str) {
 }
 
 /// Places the card again when its panel has moved on the page (a chart above it appeared at the
-/// end of a run, a panel grew): the card follows its panel.
+/// end of a run, a panel grew) or the card has come to cover it (its text grew): the card follows
+/// its panel.
 fn follow(panel: &str) {
     let Some(win) = web_sys::window() else { return };
     let Some(doc) = win.document() else { return };
     let (Some(card), Some(target)) = (doc.get_element_by_id("tour"), doc.get_element_by_id(panel)) else { return };
     let Some(placed) = card.get_attribute("data-panel-top").and_then(|t| t.parse::<f64>().ok()) else { return };
-    let now = target.get_bounding_client_rect().top() + win.scroll_y().unwrap_or(0.0);
-    if (now - placed).abs() > 2.0 {
+    let (p, c) = (target.get_bounding_client_rect(), card.get_bounding_client_rect());
+    let covers = c.bottom() > p.top() && c.top() < p.bottom() && c.right() > p.left() && c.left() < p.right();
+    if (p.top() + win.scroll_y().unwrap_or(0.0) - placed).abs() > 2.0 || covers {
         place(panel);
     }
 }

@@ -150,6 +150,8 @@ struct Worker {
     written_due: bool,
     /// A real model opened beside the run (the page's "Open a model").
     pretrained: Option<engine::pretrained::Pretrained>,
+    /// Its weights on the GPU, once a reading has run there.
+    reader: Option<engine::gpu::reader::GpuReader>,
 }
 
 impl Worker {
@@ -182,6 +184,7 @@ impl Worker {
             written_sent: None,
             written_due: false,
             pretrained: None,
+            reader: None,
         }
     }
 

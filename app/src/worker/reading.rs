@@ -2,9 +2,13 @@
 //! run, reading the visitor's texts and writing after them. The engine does the work
 //! (`engine::pretrained`); here it is received, kept and answered.
 
+use engine::gpu::reader::GpuReader;
+use engine::gpu::{GpuContext, GpuError};
 use engine::memory::MODEL_BUDGET;
+use engine::pretrained::inspect::{self, Read};
 use engine::pretrained::{view, Pretrained};
 use engine::sample::{self, SampleSpec};
+use engine::session::BackendChoice;
 use wasm_bindgen::JsValue;
 
 use super::Worker;
@@ -36,6 +40,8 @@ impl Worker {
         if !fits_beside {
             self.pretrained = None;
         }
+        // The GPU's copy is of the model open now; the next reading on the GPU uploads the new one.
+        self.reader = None;
         let error = match Pretrained::from_bytes(&name, &config, &weights, MODEL_BUDGET) {
             Ok(p) => {
                 self.pretrained = Some(p);
@@ -52,7 +58,24 @@ impl Worker {
         let Some(p) = self.pretrained.as_ref() else {
             return self.post(Event::Reading { id, result: Err("open a model first".into()) });
         };
-        let reading = match view::first_view(p, text, MODEL_BUDGET) {
+        let read = match (self.backend, &self.auto_cpu) {
+            (BackendChoice::Cpu, _) => inspect::read(p, text, MODEL_BUDGET),
+            // The adapter was found missing or software when the page asked: auto keeps the CPU.
+            (BackendChoice::Auto, Some(why)) => {
+                inspect::read(p, text, MODEL_BUDGET).map(|r| Read { on: why.replacen("cpu", "CPU", 1), ..r })
+            }
+            _ => match gpu_read(&mut self.reader, self.backend, p, text).await {
+                Ok(r) => Ok(r),
+                Err(GpuError::Engine(e)) => Err(e),
+                // Any GPU failure (none, software under auto, weights over its limit, a lost
+                // device) leaves the reading to the CPU, which says why.
+                Err(e) => {
+                    self.reader = None;
+                    inspect::read(p, text, MODEL_BUDGET).map(|r| Read { on: format!("CPU (WebGPU: {e})"), ..r })
+                }
+            },
+        };
+        let reading = match read.and_then(|r| view::first_view(p, r)) {
             Ok(r) => r,
             Err(e) => return self.post(Event::Reading { id, result: Err(e.to_string()) }),
         };
@@ -72,4 +95,23 @@ impl Worker {
         };
         self.post(Event::Samples { id, result });
     }
+}
+
+/// `text` read on the GPU, through the reader of the open model (made on the first reading).
+/// Under auto a software adapter is refused: the CPU path is faster there.
+async fn gpu_read(
+    reader: &mut Option<GpuReader>,
+    backend: BackendChoice,
+    p: &Pretrained,
+    text: &str,
+) -> Result<Read, GpuError> {
+    if reader.is_none() {
+        let ctx = GpuContext::new().await?;
+        if backend == BackendChoice::Auto && ctx.is_software() {
+            let why = format!("auto keeps the CPU: the adapter {} is software", ctx.adapter_name());
+            return Err(GpuError::NoAdapter(why));
+        }
+        *reader = Some(GpuReader::new(ctx, &p.model)?);
+    }
+    reader.as_ref().expect("made above").read_text(p, text, MODEL_BUDGET).await
 }

@@ -19,11 +19,15 @@ pub mod cgfac;
 pub mod cross_entropy;
 pub mod elementwise;
 pub mod embedding;
+pub mod forward;
+#[cfg(all(test, not(target_arch = "wasm32")))]
+mod kernel_tests;
 #[cfg(all(test, not(target_arch = "wasm32")))]
 mod large_grids;
 pub mod layer_norm;
 pub mod matmul;
 pub mod muon;
+pub mod reader;
 pub mod sgd;
 pub mod softmax;
 pub mod trainer;
@@ -46,7 +50,11 @@ pub enum GpuError {
     NoAdapter(String),
     #[error("GPU device request failed on {adapter}: {reason}")]
     Device { adapter: String, reason: String },
-    #[error("GPU buffer of {bytes} bytes is over the adapter's limit of {limit} bytes")]
+    #[error(
+        "GPU buffer of {} is over the adapter's limit of {} ({bytes} > {limit} bytes)",
+        crate::memory::human(*bytes),
+        crate::memory::human(*limit)
+    )]
     TooLarge { bytes: u64, limit: u64 },
     #[error("GPU readback failed: {0}")]
     Readback(String),
@@ -242,12 +250,22 @@ impl GpuContext {
     /// mapping callback fires, so nothing blocks.
     pub async fn read<T: bytemuck::Pod>(&self, t: &Tensor, offset: usize, len: usize) -> Result<Vec<T>> {
         assert!(offset + len <= t.len, "read of {offset}..{} from a tensor of {}", offset + len, t.len);
+        Ok(self.read_parts(&[(t, offset, len)]).await?.pop().expect("one part"))
+    }
+
+    /// Reads whole tensors back in one readback: one wait for the device, however many there are.
+    pub async fn read_tensors<T: bytemuck::Pod>(&self, ts: &[&Tensor]) -> Result<Vec<Vec<T>>> {
+        self.read_parts(&ts.iter().map(|t| (*t, 0, t.len)).collect::<Vec<_>>()).await
+    }
+
+    /// Reads `(tensor, offset, len)` parts back through one staging buffer.
+    async fn read_parts<T: bytemuck::Pod>(&self, parts: &[(&Tensor, usize, usize)]) -> Result<Vec<Vec<T>>> {
         self.check_fault()?;
-        if len == 0 {
-            return Ok(Vec::new());
+        let bytes = 4 * parts.iter().map(|p| p.2 as u64).sum::<u64>();
+        if bytes == 0 {
+            return Ok(vec![Vec::new(); parts.len()]);
         }
         self.reads.fetch_add(1, Ordering::Relaxed);
-        let bytes = 4 * len as u64;
         // Taken out of the slot for the read, so a concurrent read makes its own instead of
         // mapping a buffer that is already mapped.
         let taken = self.staging.lock().expect("staging lock").take();
@@ -255,13 +273,19 @@ impl GpuContext {
             Some(b) if b.size() >= bytes => b,
             _ => self.device.create_buffer(&wgpu::BufferDescriptor {
                 label: Some("staging"),
-                size: bytes.next_power_of_two().max(1024),
+                size: bytes.next_power_of_two().max(1024).min(self.device.limits().max_buffer_size.max(bytes)),
                 usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
                 mapped_at_creation: false,
             }),
         };
         let mut enc = self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("read") });
-        enc.copy_buffer_to_buffer(&t.buf, 4 * offset as u64, &staging, 0, bytes);
+        let mut at = 0;
+        for &(t, offset, len) in parts {
+            if len > 0 {
+                enc.copy_buffer_to_buffer(&t.buf, 4 * offset as u64, &staging, at, 4 * len as u64);
+            }
+            at += 4 * len as u64;
+        }
         self.queue.submit([enc.finish()]);
         let (tx, rx) = oneshot();
         staging.map_async(wgpu::MapMode::Read, 0..bytes, move |r| tx.send(r));
@@ -278,7 +302,15 @@ impl GpuContext {
         mapped.map_err(|e| GpuError::Readback(e.to_string()))?;
         let out = {
             let view = staging.get_mapped_range(0..bytes).map_err(|e| GpuError::Readback(e.to_string()))?;
-            bytemuck::cast_slice(&view).to_vec()
+            let all: &[T] = bytemuck::cast_slice(&view);
+            let mut at = 0;
+            parts
+                .iter()
+                .map(|p| {
+                    at += p.2;
+                    all[at - p.2..at].to_vec()
+                })
+                .collect()
         };
         staging.unmap();
         *self.staging.lock().expect("staging lock") = Some(staging);

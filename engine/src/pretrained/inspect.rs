@@ -88,6 +88,18 @@ pub struct Inspection {
     pub depth: DepthFit,
     /// After each token, the model's best candidates for the next one with their probabilities.
     pub next: Vec<Vec<(String, f64)>>,
+    /// Where the forward pass ran: "CPU", or "WebGPU (adapter)".
+    #[serde(default)]
+    pub on: String,
+}
+
+/// A text's forward pass: its tokens, what the pass kept, the (T, V) logits, and where it ran
+/// (the CPU here, the GPU in `gpu::reader`).
+pub struct Read {
+    pub ids: Vec<u32>,
+    pub cache: Cache<f32>,
+    pub logits: Vec<f32>,
+    pub on: String,
 }
 
 /// The text's tokens, refused when empty or longer than the model's context.
@@ -101,12 +113,13 @@ pub fn tokens(p: &Pretrained, text: &str) -> Result<Vec<u32>> {
     }
 }
 
-/// The forward pass over `text` within `budget`: its tokens and what the pass kept.
-pub(super) fn read(p: &Pretrained, text: &str, budget: u64) -> Result<(Vec<u32>, Cache<f32>)> {
+/// The forward pass over `text` on the CPU, within `budget`.
+pub fn read(p: &Pretrained, text: &str, budget: u64) -> Result<Read> {
     let ids = tokens(p, text)?;
     memory::check_read(&p.model.cfg, ids.len(), budget)?;
     let cache = p.model.read(&ids)?;
-    Ok((ids, cache))
+    let logits = p.model.logits(&cache);
+    Ok(Read { ids, cache, logits, on: "CPU".into() })
 }
 
 fn layer(model: &Model<f32>, cache: &Cache<f32>, l: usize) -> Result<LayerLens> {
@@ -183,23 +196,20 @@ pub(super) fn depth(model: &Model<f32>, cache: &Cache<f32>) -> DepthFit {
     out
 }
 
-/// Everything the lab shows for `text` read by `p`, within the memory `budget`.
-pub fn inspect(p: &Pretrained, text: &str, budget: u64) -> Result<Inspection> {
-    let (ids, cache) = read(p, text, budget)?;
-    let mut out = measure(p, ids, &cache)?;
-    out.depth = depth(&p.model, &cache);
+/// Everything the lab shows for a text's forward pass `r` through `p` (`read`, or the GPU's).
+pub fn inspect(p: &Pretrained, r: &Read) -> Result<Inspection> {
+    let mut out = measure(p, r)?;
+    out.depth = depth(&p.model, &r.cache);
     Ok(out)
 }
 
-/// The inspection of tokens `ids` from their forward pass `cache`, all but the depth fits (the
-/// slow part: `depth`).
-pub(super) fn measure(p: &Pretrained, ids: Vec<u32>, cache: &Cache<f32>) -> Result<Inspection> {
-    let m = &p.model;
+/// The inspection of a forward pass, all but the depth fits (the slow part: `depth`).
+pub(super) fn measure(p: &Pretrained, r: &Read) -> Result<Inspection> {
+    let (m, cache) = (&p.model, &r.cache);
     let cfg = &m.cfg;
     let layers = (0..=cfg.layers).map(|l| layer(m, cache, l)).collect::<Result<Vec<_>>>()?;
     let choice = Choice::default();
-    let logits = m.logits(cache);
-    let next = logits.chunks_exact(cfg.vocab).map(|row| top(&p.tokenizer, &choice.distribution(row), TOP));
+    let next = r.logits.chunks_exact(cfg.vocab).map(|row| top(&p.tokenizer, &choice.distribution(row), TOP));
     Ok(Inspection {
         model: p.name.clone(),
         n_layer: cfg.layers,
@@ -207,20 +217,21 @@ pub(super) fn measure(p: &Pretrained, ids: Vec<u32>, cache: &Cache<f32>) -> Resu
         d_model: cfg.d_model,
         vocab: cfg.vocab,
         context: cfg.context,
-        pieces: p.tokenizer.pieces(&ids),
-        tokens: ids,
+        pieces: p.tokenizer.pieces(&r.ids),
+        tokens: r.ids.clone(),
         layers,
         depth: DepthFit::default(),
         next: next.collect(),
+        on: r.on.clone(),
     })
 }
 
-/// The raw tensors of `text`'s forward pass as a safetensors file: `hidden.{i}` (T, C), the
+/// The raw tensors of a forward pass as a safetensors file: `hidden.{i}` (T, C), the
 /// residual stream entering block i (i = L: the last block's output, before `ln_f`); `attn.{l}`
 /// (NH, T, T), layer l's attention probabilities; `logits` (T, V).
-pub fn dump(p: &Pretrained, text: &str, budget: u64) -> Result<Vec<u8>> {
-    let (ids, cache) = read(p, text, budget)?;
-    let (t, c, nh, v) = (ids.len(), p.model.cfg.d_model, p.model.cfg.heads, p.model.cfg.vocab);
+pub fn dump(p: &Pretrained, r: &Read) -> Result<Vec<u8>> {
+    let (cache, cfg) = (&r.cache, &p.model.cfg);
+    let (t, c, nh, v) = (r.ids.len(), cfg.d_model, cfg.heads, cfg.vocab);
     let bytes = |xs: &[f32]| xs.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
     let mut tensors: Vec<(String, Vec<usize>, Vec<u8>)> = Vec::new();
     for (i, x) in cache.resid.iter().enumerate() {
@@ -229,7 +240,7 @@ pub fn dump(p: &Pretrained, text: &str, budget: u64) -> Result<Vec<u8>> {
     for (l, b) in cache.blocks.iter().enumerate() {
         tensors.push((format!("attn.{l}"), vec![nh, t, t], bytes(&b.att)));
     }
-    tensors.push(("logits".into(), vec![t, v], bytes(&p.model.logits(&cache))));
+    tensors.push(("logits".into(), vec![t, v], bytes(&r.logits)));
     let views = tensors
         .iter()
         .map(|(n, s, d)| safetensors::tensor::TensorView::new(safetensors::Dtype::F32, s.clone(), d).map(|v| (n, v)))

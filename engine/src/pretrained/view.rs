@@ -4,7 +4,7 @@
 //! The depth fits take most of the time, so they come second (`Reading::fit_depth`): the page
 //! draws every layer first.
 
-use super::inspect::{depth, measure, read, DepthFit, Inspection};
+use super::inspect::{depth, measure, read, DepthFit, Inspection, Read};
 use super::Pretrained;
 use crate::error::Result;
 use crate::model::Cache;
@@ -34,18 +34,19 @@ pub fn with_depth(inspection: &mut Inspection, panels: &mut Panels, fit: DepthFi
     inspection.depth = fit;
 }
 
-/// The inspection of `text` and its panels, from one forward pass, with the depth fits.
+/// The inspection of `text` and its panels, from one forward pass on the CPU, with the depth fits.
 pub fn view(p: &Pretrained, text: &str, budget: u64) -> Result<(Inspection, Panels)> {
-    let mut r = first_view(p, text, budget)?;
+    let mut r = first_view(p, read(p, text, budget)?)?;
     let fit = r.fit_depth(p);
     with_depth(&mut r.inspection, &mut r.panels, fit);
     Ok((r.inspection, r.panels))
 }
 
-/// The inspection of `text` and its panels, all but the depth fits (`Reading::fit_depth`).
-pub fn first_view(p: &Pretrained, text: &str, budget: u64) -> Result<Reading> {
-    let (ids, cache) = read(p, text, budget)?;
-    let inspection = measure(p, ids, &cache)?;
+/// The inspection of a forward pass (`inspect::read`, or the GPU's) and its panels, all but the
+/// depth fits (`Reading::fit_depth`).
+pub fn first_view(p: &Pretrained, r: Read) -> Result<Reading> {
+    let inspection = measure(p, &r)?;
+    let cache = r.cache;
     let cfg = &p.model.cfg;
     let (t, dim) = (cache.t, cfg.d_model);
     let mut out = Panels {

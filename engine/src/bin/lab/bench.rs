@@ -7,6 +7,7 @@ use std::time::Instant;
 use engine::bench::{matmul_gflops, probe_overhead, size, step_table, Size, MATMUL_SHAPES, SIZES};
 use engine::config::{DataSpec, ModelConfig, OptimizerConfig, TrainConfig};
 use engine::gpu::matmul::{Dims, Matmul, Tiling, View};
+use engine::gpu::reader::GpuReader;
 use engine::gpu::trainer::{GpuTrainer, READ_EVERY};
 use engine::gpu::{bench as gpu_bench, block_on, GpuContext};
 use engine::memory::DEFAULT_BUDGET;
@@ -241,8 +242,9 @@ const TORCH_TOKENS_PER_S: f64 = 18.9;
 
 /// `lab bench --model DIR`: a loaded model reading 64 and 256 tokens (the forward that keeps every
 /// layer's hidden states and attention, and the logits), the whole inspection of 64, and greedy
-/// writing through the key/value cache, beside PyTorch's figures.
-pub fn model(as_json: bool, iters: usize, path: &std::path::Path) -> Result<(), Error> {
+/// writing through the key/value cache, beside PyTorch's figures; with `--backend gpu` also the
+/// GPU's forward, read back whole as the lab reads it.
+pub fn model(as_json: bool, iters: usize, path: &std::path::Path, backend: Backend) -> Result<(), Error> {
     let m = Pretrained::open(path, DEFAULT_BUDGET)?;
     let phrase = "The Brownian motion in the transformer model: tokens walk on the sphere. ";
     let longest = TORCH_FORWARD_MS.iter().map(|r| r.0).max().unwrap_or(0).min(m.model.cfg.context);
@@ -259,8 +261,21 @@ pub fn model(as_json: bool, iters: usize, path: &std::path::Path) -> Result<(), 
             json!({"what": format!("forward, {} tokens", ids.len()), "ms": ms, "torch_ms": torch, "ratio": ms / torch}),
         );
     }
+    let mut adapter = None;
+    if backend == Backend::Gpu {
+        let ctx = block_on(GpuContext::new()).map_err(gpu_error)?;
+        adapter = Some(ctx.adapter_name());
+        let reader = GpuReader::new(ctx, &m.model).map_err(gpu_error)?;
+        for &(t, torch) in &TORCH_FORWARD_MS {
+            let ids = &ids[..t.min(ids.len())];
+            let ms = median_ms(1, iters, || block_on(reader.read(ids)).map(drop).map_err(gpu_error))?;
+            let what = format!("forward, {} tokens, GPU", ids.len());
+            rows.push(json!({"what": what, "ms": ms, "torch_ms": torch, "ratio": ms / torch}));
+        }
+    }
     let prompt = m.tokenizer.decode(&ids[..64.min(ids.len())]);
-    let inspect_ms = median_ms(0, iters.clamp(1, 3), || inspect::inspect(&m, &prompt, DEFAULT_BUDGET).map(|_| ()))?;
+    let inspect = || inspect::read(&m, &prompt, DEFAULT_BUDGET).and_then(|r| inspect::inspect(&m, &r)).map(drop);
+    let inspect_ms = median_ms(0, iters.clamp(1, 3), inspect)?;
     rows.push(json!({"what": "inspect (every lens), 64 tokens", "ms": inspect_ms}));
     let spec = SampleSpec { prompt, tokens: 32, temperature: 0.0, ..SampleSpec::default() };
     let start = Instant::now();
@@ -269,10 +284,13 @@ pub fn model(as_json: bool, iters: usize, path: &std::path::Path) -> Result<(), 
     rows.push(json!({"what": "greedy writing after 64 tokens", "tokens_per_s": per_s,
         "torch_tokens_per_s": TORCH_TOKENS_PER_S, "ratio": per_s / TORCH_TOKENS_PER_S}));
     if as_json {
-        println!("{}", json!({"model": m.name, "threads": default_threads(), "rows": rows}));
+        println!("{}", json!({"model": m.name, "threads": default_threads(), "adapter": adapter, "rows": rows}));
         return Ok(());
     }
     println!("{} on {} threads (PyTorch 2.15 eager + transformers, this machine kind)", m.name, default_threads());
+    if let Some(a) = adapter {
+        println!("GPU: {a}");
+    }
     println!("{:<34} {:>12} {:>12} {:>8}", "", "lab", "PyTorch", "ratio");
     for r in &rows {
         let what = r["what"].as_str().unwrap_or("");

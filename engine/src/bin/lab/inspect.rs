@@ -4,9 +4,12 @@
 use std::path::PathBuf;
 
 use clap::Args;
+use engine::gpu::reader::GpuReader;
+use engine::gpu::{block_on, GpuContext, GpuError};
 use engine::memory::{self, DEFAULT_BUDGET};
-use engine::pretrained::inspect::{self, Inspection};
+use engine::pretrained::inspect::{self, Inspection, Read};
 use engine::pretrained::Pretrained;
+use engine::session::BackendChoice;
 use engine::Error;
 
 #[derive(Args)]
@@ -29,6 +32,10 @@ pub struct InspectArgs {
     /// Refuse to open or read more than this many MiB (default 16 GiB).
     #[arg(long)]
     memory_limit_mib: Option<u64>,
+    /// Where the forward pass runs: cpu, gpu (the WGSL forward the trainer uses), or auto (a
+    /// hardware GPU when there is one, else the CPU). The lenses are measured on the CPU.
+    #[arg(long, value_enum, default_value = "cpu")]
+    backend: BackendChoice,
 }
 
 /// `--memory-limit-mib` as bytes (every command that takes it).
@@ -39,9 +46,10 @@ pub fn budget(mib: Option<u64>) -> u64 {
 pub fn run(a: InspectArgs) -> Result<(), Error> {
     let budget = budget(a.memory_limit_mib);
     let model = Pretrained::open(&a.model, budget)?;
-    let report = inspect::inspect(&model, &a.text, budget)?;
+    let read = read(&model, &a.text, budget, a.backend)?;
+    let report = inspect::inspect(&model, &read)?;
     if let Some(path) = &a.dump {
-        std::fs::write(path, inspect::dump(&model, &a.text, budget)?)?;
+        std::fs::write(path, inspect::dump(&model, &read)?)?;
     }
     if a.json {
         println!("{}", serde_json::to_string(&report)?);
@@ -51,17 +59,43 @@ pub fn run(a: InspectArgs) -> Result<(), Error> {
     Ok(())
 }
 
+/// `text`'s forward pass through `m` where `backend` says; under auto a GPU that is missing,
+/// software or too small for the weights leaves it to the CPU, with the reason on stderr.
+pub fn read(m: &Pretrained, text: &str, budget: u64, backend: BackendChoice) -> Result<Read, Error> {
+    if backend == BackendChoice::Cpu {
+        return inspect::read(m, text, budget);
+    }
+    let gpu = || -> Result<Read, GpuError> {
+        let ctx = block_on(GpuContext::new())?;
+        if backend == BackendChoice::Auto && ctx.is_software() {
+            let why = format!("the adapter {} is software, slower than the CPU", ctx.adapter_name());
+            return Err(GpuError::NoAdapter(why));
+        }
+        block_on(GpuReader::new(ctx, &m.model)?.read_text(m, text, budget))
+    };
+    match gpu() {
+        Ok(r) => Ok(r),
+        Err(GpuError::Engine(e)) => Err(e),
+        Err(e) if backend == BackendChoice::Auto => {
+            eprintln!("auto: reading on the CPU ({e})");
+            inspect::read(m, text, budget)
+        }
+        Err(e) => Err(Error::Config(format!("GPU backend: {e}"))),
+    }
+}
+
 fn print(r: &Inspection, m: &Pretrained) {
     let cfg = &m.model.cfg;
     println!(
-        "{}: {} layers, {} heads, width {}, context {}, {} weights ({})",
+        "{}: {} layers, {} heads, width {}, context {}, {} weights ({}), read on {}",
         r.model,
         r.n_layer,
         r.n_head,
         r.d_model,
         r.context,
         m.model.params.len(),
-        memory::human(4 * m.model.params.len() as u64)
+        memory::human(4 * m.model.params.len() as u64),
+        r.on
     );
     let shown: Vec<String> = r.pieces.iter().map(|p| format!("[{}]", p.replace(' ', "\u{2423}"))).collect();
     println!("{} tokens: {}", r.tokens.len(), shown.join(""));

@@ -95,9 +95,10 @@ enum Command {
         /// d_model, layers, heads, context, batch, steps, optimizer), natively on every core.
         #[arg(long, value_name = "SPEC", conflicts_with_all = ["sizes", "optimizers", "iters", "matmul"])]
         spec: Option<String>,
-        /// A GPT-2 folder (as `lab inspect --model`): its forward of 64 and 256 tokens, the whole
-        /// inspection and greedy writing, beside PyTorch's figures on this machine kind.
-        #[arg(long, conflicts_with_all = ["sizes", "optimizers", "matmul", "spec", "backend"])]
+        /// A GPT-2 folder (as `lab inspect --model`): its forward of 64 and 256 tokens (with
+        /// --backend gpu on the GPU too), the whole inspection and greedy writing, beside
+        /// PyTorch's figures on this machine kind.
+        #[arg(long, conflicts_with_all = ["sizes", "optimizers", "matmul", "spec"])]
         model: Option<PathBuf>,
     },
 }
@@ -389,7 +390,7 @@ fn main() -> ExitCode {
         Command::Eval { checkpoint, data, grads, json } => eval(checkpoint, data, grads, json),
         Command::Bench { json, backend, spec: Some(spec), .. } => bench::page_spec(json, backend, &spec),
         Command::Bench { iters: 0, spec: None, .. } => Err(Error::Config("--iters must be at least 1".into())),
-        Command::Bench { json, iters, model: Some(path), .. } => bench::model(json, iters, &path),
+        Command::Bench { json, iters, backend, model: Some(path), .. } => bench::model(json, iters, &path, backend),
         Command::Bench { json, iters, backend, sizes, optimizers, matmul, spec: None, model: None } => {
             bench::run(json, iters, backend, bench::Only { sizes, optimizers, matmul })
         }

@@ -2,23 +2,20 @@
 //! buffers, and the step's fixed list of ops (forward, backward, clip, the optimizer's update),
 //! recorded once.
 
-use super::{Block, GpuTrainer, Kernels, Linear, Scratch, Update, READ_EVERY};
+use super::{GpuTrainer, Scratch, Update, READ_EVERY};
 use crate::config::{Fisher, OptimizerConfig, TrainConfig};
 use crate::data::{Dataset, Split};
 use crate::error::Error;
-use crate::gpu::activation::Act;
 use crate::gpu::adamw::{self, decay_mask, AdamW, Hyper};
 use crate::gpu::cgfac::CgFac;
 use crate::gpu::cross_entropy::{Buffers, CrossEntropy};
-use crate::gpu::elementwise::{Elementwise, REDUCE_GROUPS};
-use crate::gpu::embedding::{Embedding, Table};
-use crate::gpu::layer_norm::{Affine, LayerNorm};
-use crate::gpu::matmul::{Dims, Matmul, View, Zeros};
+use crate::gpu::elementwise::REDUCE_GROUPS;
+use crate::gpu::forward::{self, Activations, Linear, Pass};
+use crate::gpu::matmul::{Dims, View};
 use crate::gpu::muon::GpuMuon;
 use crate::gpu::sgd::{self, Sgd};
-use crate::gpu::softmax::Softmax;
-use crate::gpu::{GpuContext, GpuError, Op, Result, Tensor};
-use crate::model::architecture::{Layer, LinearId, LinearSpec, Slot, BLOCK};
+use crate::gpu::{GpuContext, Op, Result, Tensor};
+use crate::model::architecture::{Layer, LinearId, Slot, BLOCK};
 use crate::model::Model;
 use crate::nn::loss;
 
@@ -49,31 +46,15 @@ impl GpuTrainer {
             return Err(Error::Config(msg.into()).into());
         }
         let model = Model::<f32>::new(cfg.model.clone())?;
-        let k = Kernels {
-            mm: Matmul::new(&ctx),
-            ew: Elementwise::new(&ctx),
-            ln: LayerNorm::new(&ctx),
-            act: Act::new(&ctx),
-            sm: Softmax::new(&ctx),
-            ce: CrossEntropy::new(&ctx),
-            emb: Embedding::new(&ctx),
-            adam: AdamW::new(&ctx),
-            sgd: Sgd::new(&ctx),
-        };
+        let k = forward::Kernels::new(&ctx);
+        let (kce, kadam, ksgd) = (CrossEntropy::new(&ctx), AdamW::new(&ctx), Sgd::new(&ctx));
         let m = &cfg.model;
         let (b, t, c, f, v, nh) = (cfg.batch, m.context, m.d_model, m.d_ff, m.vocab, m.heads);
         let n = b * t;
         let z = |name: &str, len: usize| ctx.tensor(name, len);
         let params = ctx.tensor_from("params", &model.params)?;
         let grads = z("grads", model.layout.total)?;
-        let resid = (0..=m.layers).map(|_| z("resid", n * c)).collect::<Result<Vec<_>>>()?;
-        let blocks = (0..m.layers)
-            .map(|_| {
-                let kept = Slot::KEPT.iter().map(|&k| z("block_slot", n * k.width(m))).collect::<Result<Vec<_>>>()?;
-                let norm = || Ok::<_, GpuError>((z("ln_u", n * c)?, z("ln_rstd", n)?));
-                Ok(Block { kept, norms: [norm()?, norm()?], att: z("att", b * nh * t * t)? })
-            })
-            .collect::<Result<Vec<_>>>()?;
+        let acts = Activations::new(&ctx, m, b, t)?;
         let s = Scratch {
             dlogits: z("dlogits", n * v)?,
             dresid: z("dresid", n * c)?,
@@ -88,8 +69,7 @@ impl GpuTrainer {
         };
         let g_tokens = z("tokens", n)?;
         let g_targets = z("targets", n)?;
-        let (lnf_u, lnf_rstd, lnf_out) = (z("lnf_u", n * c)?, z("lnf_rstd", n)?, z("lnf_out", n * c)?);
-        let (probs, ce_rows, stats) = (z("probs", n * v)?, z("ce_rows", 2 * n)?, z("stats", 2)?);
+        let (ce_rows, stats) = (z("ce_rows", 2 * n)?, z("stats", 2)?);
         let eval_sum = z("eval_sum", 1)?;
         let decay = ctx.tensor_from("decay", &decay_mask(&model.layout, weight_decay))?;
         let (partials, sum_sq, step_vals) = (z("partials", REDUCE_GROUPS)?, z("sum_sq", 1)?, z("step", 3)?);
@@ -104,27 +84,8 @@ impl GpuTrainer {
         };
 
         let l = &model.layout;
-        let off = |id: usize| l.tensors[id].offset;
-        let lin = |id: LinearId| {
-            let spec = LinearSpec::of(l, id);
-            Linear { w: off(spec.w), b: off(spec.b), din: spec.din, dout: spec.dout }
-        };
+        let pass = Pass { ctx: &ctx, k: &k, cfg: m, layout: l, params: &params, grads: &grads, b, t };
         let ctx_ref = &ctx;
-        let mut ops = Vec::new();
-        let linear_fwd = |ops: &mut Vec<Op>, out: &Tensor, inp: &Tensor, p: &Linear| {
-            ops.push(k.ew.broadcast_rows(ctx_ref, (&params, p.b), out, n, p.dout));
-            let d = Dims::new(n, p.dout, p.din);
-            let w_t = View::rows(p.w, p.din).t();
-            ops.push(k.mm.op(
-                ctx_ref,
-                d,
-                1.0,
-                (inp, View::rows(0, p.din)),
-                (&params, w_t),
-                1.0,
-                (out, View::rows(0, p.dout)),
-            ));
-        };
         // dinp = dy W (set, or added to when `accumulate`), dW += dy^T inp, db += column sums of dy.
         let linear_bwd = |ops: &mut Vec<Op>, dinp: &Tensor, accumulate: bool, dy: &Tensor, inp: &Tensor, p: &Linear| {
             let (dy_v, in_v) = (View::rows(0, p.dout), View::rows(0, p.din));
@@ -135,58 +96,14 @@ impl GpuTrainer {
             ops.push(k.mm.op(ctx_ref, d, 1.0, (dy, dy_v.t()), (inp, in_v), 1.0, (&grads, View::rows(p.w, p.din))));
             ops.push(k.ew.col_sum(ctx_ref, dy, (&grads, p.b), n, p.dout));
         };
-        let affine = |w: usize, bias: usize| Affine { w_off: off(w), b_off: off(bias) };
-        let tab = Table { v, t, c, wte_off: off(l.wte), wpe_off: off(l.wpe) };
-        // Attention views: head h of batch row b in a (B, T, C) buffer, and its (T, T) matrix.
-        let hs = m.head_size();
-        let head = View::strided(0, c).batched(t * c, hs);
-        let attv = View::rows(0, t).batched(nh * t * t, t * t);
-        let scale = 1.0 / (hs as f32).sqrt();
-        let d_scores = Dims::new(t, t, hs).batched(b, nh);
-        let d_heads = Dims::new(t, hs, t).batched(b, nh);
-        // Causal attention skips the tiles of the masked triangle, as the CPU does.
-        let skip = |d: Dims, zeros| if m.causal { d.skipping(zeros) } else { d };
-        let (scores, p_times, pt_times) = (
-            skip(d_scores, Zeros::AboveDiagonalOfC),
-            skip(d_heads, Zeros::AboveDiagonalOfA),
-            skip(d_heads, Zeros::BelowDiagonalOfA),
-        );
+        let h = pass.heads();
 
-        // Forward: each block walks `architecture::BLOCK` top to bottom.
-        ops.push(k.emb.forward(&ctx, &resid[0], &g_tokens, &params, tab, n));
-        for (i, (ids, bk)) in l.blocks.iter().zip(&blocks).enumerate() {
-            let slot = |s: Slot| bk.slot(&resid, i, s);
-            for layer in BLOCK {
-                match layer {
-                    Layer::Norm(nm) => {
-                        let ((u, rstd), (w, bias)) = (bk.norm(nm), ids.norm(nm));
-                        let (out, inp) = (slot(nm.output()), slot(nm.input()));
-                        ops.push(k.ln.forward(&ctx, out, u, rstd, inp, &params, &grads, affine(w, bias), n, c));
-                    }
-                    Layer::Linear(r) => {
-                        linear_fwd(&mut ops, slot(r.output()), slot(r.input()), &lin(LinearId::Block(i, r)))
-                    }
-                    Layer::Attention => {
-                        let (q, kk, vv, y) = (slot(Slot::Q), slot(Slot::K), slot(Slot::V), slot(Slot::AttnY));
-                        ops.push(k.mm.op(&ctx, scores, scale, (q, head), (kk, head.t()), 0.0, (&bk.att, attv)));
-                        ops.push(k.sm.forward(&ctx, &bk.att, b * nh * t, t, m.causal));
-                        ops.push(k.mm.op(&ctx, p_times, 1.0, (&bk.att, attv), (vv, head), 0.0, (y, head)));
-                    }
-                    Layer::Residual { into, from } => {
-                        ops.push(k.ew.add(&ctx, (slot(from), 0), (slot(into), 0), n * into.width(m)))
-                    }
-                    Layer::Activation => {
-                        ops.push(k.act.forward(&ctx, m.activation, slot(Slot::FcAct), slot(Slot::FcPre)))
-                    }
-                }
-            }
-        }
-        let af = affine(l.lnf_w, l.lnf_b);
-        ops.push(k.ln.forward(&ctx, &lnf_out, &lnf_u, &lnf_rstd, &resid[m.layers], &params, &grads, af, n, c));
-        let head_lin = lin(LinearId::Head);
-        linear_fwd(&mut ops, &probs, &lnf_out, &head_lin);
-        let ce = Buffers { probs: &probs, targets: &g_targets, rows: &ce_rows, stats: &stats, dlogits: &s.dlogits };
-        ops.extend(k.ce.forward(&ctx, &ce, n, v));
+        // Forward, then the mean loss in `stats[0]`.
+        let mut ops = pass.ops(&g_tokens, &acts);
+        let [lnf_u, lnf_rstd, lnf_out] = &acts.lnf;
+        let ce =
+            Buffers { probs: &acts.logits, targets: &g_targets, rows: &ce_rows, stats: &stats, dlogits: &s.dlogits };
+        ops.extend(kce.forward(&ctx, &ce, n, v));
         let forward = ops.len();
         let eval_add = k.ew.add(&ctx, (&stats, 0), (&eval_sum, 0), 1);
 
@@ -200,12 +117,13 @@ impl GpuTrainer {
 
         // Backward, each block walking `BLOCK` bottom to top; `grads` and `dresid` are zeroed at the
         // start of every submission.
-        ops.push(k.ce.backward(&ctx, &ce, n, v));
-        linear_bwd(&mut ops, &s.dln, false, &s.dlogits, &lnf_out, &head_lin);
-        track(ops.len(), LinearId::Head, &lnf_out, &s.dlogits);
-        ops.extend(k.ln.backward(&ctx, &s.dresid, &grads, &s.dln, &lnf_u, &lnf_rstd, &params, af, n, c));
-        for (i, (ids, bk)) in l.blocks.iter().zip(&blocks).enumerate().rev() {
-            let slot = |x: Slot| bk.slot(&resid, i, x);
+        ops.push(kce.backward(&ctx, &ce, n, v));
+        linear_bwd(&mut ops, &s.dln, false, &s.dlogits, lnf_out, &pass.linear(LinearId::Head));
+        track(ops.len(), LinearId::Head, lnf_out, &s.dlogits);
+        let af = pass.affine(l.lnf_w, l.lnf_b);
+        ops.extend(k.ln.backward(&ctx, &s.dresid, &grads, &s.dln, lnf_u, lnf_rstd, &params, af, n, c));
+        for (i, (ids, bk)) in l.blocks.iter().zip(&acts.blocks).enumerate().rev() {
+            let slot = |x: Slot| bk.slot(&acts.resid, i, x);
             // Slots whose gradient this block has set: a second consumer (K and Q after V) adds.
             let mut set: Vec<Slot> = Vec::new();
             for layer in BLOCK.into_iter().rev() {
@@ -213,18 +131,19 @@ impl GpuTrainer {
                     Layer::Residual { .. } => {}
                     Layer::Linear(r) => {
                         let (id, inp, dy) = (LinearId::Block(i, r), r.input(), s.grad(r.output()));
-                        linear_bwd(&mut ops, s.grad(inp), set.contains(&inp), dy, slot(inp), &lin(id));
+                        linear_bwd(&mut ops, s.grad(inp), set.contains(&inp), dy, slot(inp), &pass.linear(id));
                         set.push(inp);
                         track(ops.len(), id, slot(inp), dy);
                     }
                     Layer::Attention => {
                         let (q, kk, vv, dy) = (slot(Slot::Q), slot(Slot::K), slot(Slot::V), s.grad(Slot::AttnY));
                         let (dq, dk, dv) = (s.grad(Slot::Q), s.grad(Slot::K), s.grad(Slot::V));
-                        ops.push(k.mm.op(&ctx, pt_times, 1.0, (&bk.att, attv.t()), (dy, head), 0.0, (dv, head)));
-                        ops.push(k.mm.op(&ctx, scores, 1.0, (dy, head), (vv, head.t()), 0.0, (&s.datt, attv)));
+                        let (hd, att) = (h.head, h.att);
+                        ops.push(k.mm.op(&ctx, h.pt_times, 1.0, (&bk.att, att.t()), (dy, hd), 0.0, (dv, hd)));
+                        ops.push(k.mm.op(&ctx, h.scores, 1.0, (dy, hd), (vv, hd.t()), 0.0, (&s.datt, att)));
                         ops.push(k.sm.backward(&ctx, &s.datt, &bk.att, b * nh * t, t));
-                        ops.push(k.mm.op(&ctx, p_times, scale, (&s.datt, attv), (kk, head), 0.0, (dq, head)));
-                        ops.push(k.mm.op(&ctx, pt_times, scale, (&s.datt, attv.t()), (q, head), 0.0, (dk, head)));
+                        ops.push(k.mm.op(&ctx, h.p_times, h.scale, (&s.datt, att), (kk, hd), 0.0, (dq, hd)));
+                        ops.push(k.mm.op(&ctx, h.pt_times, h.scale, (&s.datt, att.t()), (q, hd), 0.0, (dk, hd)));
                     }
                     Layer::Activation => {
                         let (d_pre, d_act) = (s.grad(Slot::FcPre), s.grad(Slot::FcAct));
@@ -233,12 +152,12 @@ impl GpuTrainer {
                     Layer::Norm(nm) => {
                         let ((u, rstd), (w, bias)) = (bk.norm(nm), ids.norm(nm));
                         let (dx, dy) = (s.grad(nm.input()), s.grad(nm.output()));
-                        ops.extend(k.ln.backward(&ctx, dx, &grads, dy, u, rstd, &params, affine(w, bias), n, c));
+                        ops.extend(k.ln.backward(&ctx, dx, &grads, dy, u, rstd, &params, pass.affine(w, bias), n, c));
                     }
                 }
             }
         }
-        ops.push(k.emb.backward(&ctx, &grads, &s.dresid, &g_tokens, tab, n));
+        ops.push(k.emb.backward(&ctx, &grads, &s.dresid, &g_tokens, pass.table(), n));
 
         // Clip and update.
         ops.extend(k.ew.sum(&ctx, &grads, l.total, true, &partials, &sum_sq));
@@ -254,7 +173,7 @@ impl GpuTrainer {
                     sum_sq: &sum_sq,
                     step: &step_vals,
                 };
-                ops.push(k.adam.op(&ctx, &state, Hyper { beta1, beta2, eps, max_norm: cfg.clip }));
+                ops.push(kadam.op(&ctx, &state, Hyper { beta1, beta2, eps, max_norm: cfg.clip }));
                 Update::Adam { beta1, beta2, m, v, t: 0 }
             }
             OptimizerConfig::Sgd { momentum, .. } => {
@@ -267,16 +186,16 @@ impl GpuTrainer {
                     sum_sq: &sum_sq,
                     step: &step_vals,
                 };
-                ops.push(k.sgd.op(&ctx, &state, momentum, cfg.clip));
+                ops.push(ksgd.op(&ctx, &state, momentum, cfg.clip));
                 Update::Sgd { velocity }
             }
             OptimizerConfig::CgFac(_) => {
                 let mut cg = cg.expect("built for CG-FAC above");
-                cg.build(&ctx, &k.mm, &k.adam, &model, &params, &grads, &decay, &sum_sq, cfg.clip);
+                cg.build(&ctx, &k.mm, &kadam, &model, &params, &grads, &decay, &sum_sq, cfg.clip);
                 Update::CgFac(Box::new(cg))
             }
             OptimizerConfig::Muon(ref c) => {
-                let kernels = (&k.mm, &k.ew, &k.adam);
+                let kernels = (&k.mm, &k.ew, &kadam);
                 let (mu, update) =
                     GpuMuon::new(&ctx, c.clone(), &model, kernels, &params, &grads, &decay, &sum_sq, cfg.clip)?;
                 ops.extend(update);

@@ -14,23 +14,15 @@
 
 use std::collections::HashMap;
 
-use super::activation::Act;
-use super::adamw::{step_values, AdamW};
+use super::adamw::step_values;
 use super::cgfac::CgFac;
-use super::cross_entropy::CrossEntropy;
-use super::elementwise::Elementwise;
-use super::embedding::Embedding;
-use super::layer_norm::LayerNorm;
-use super::matmul::Matmul;
 use super::muon::GpuMuon;
-use super::sgd::Sgd;
-use super::softmax::Softmax;
 use super::{GpuContext, GpuError, Op, Result, Tensor};
 use crate::checkpoint::Snapshot;
 use crate::config::{ModelConfig, TrainConfig};
 use crate::data::{Dataset, Split};
 use crate::error::Error;
-use crate::model::architecture::{Norm, Slot};
+use crate::model::architecture::Slot;
 use crate::model::check_batch;
 use crate::nn::loss;
 use crate::optim::second_order::Diagnostics;
@@ -48,42 +40,6 @@ struct Pending {
     lr: f32,
     /// The optimizer's update counters before it (see `Update::counters`).
     counters: [u64; 2],
-}
-
-/// The kernel families, each with its pipelines built once.
-struct Kernels {
-    mm: Matmul,
-    ew: Elementwise,
-    ln: LayerNorm,
-    act: Act,
-    sm: Softmax,
-    ce: CrossEntropy,
-    emb: Embedding,
-    adam: AdamW,
-    sgd: Sgd,
-}
-
-/// What one block keeps from its forward pass (the CPU's `BlockCache`): the rows of each of
-/// `Slot::KEPT`, both LayerNorms' centred rows and 1/std, and the attention matrices.
-struct Block {
-    kept: Vec<Tensor>,
-    norms: [(Tensor, Tensor); 2],
-    att: Tensor,
-}
-
-impl Block {
-    /// Slot `s` of block `i`, whose input and output are `resid[i]` and `resid[i + 1]`.
-    fn slot<'a>(&'a self, resid: &'a [Tensor], i: usize, s: Slot) -> &'a Tensor {
-        match s {
-            Slot::X => &resid[i],
-            Slot::Next => &resid[i + 1],
-            _ => &self.kept[Slot::KEPT.iter().position(|&k| k == s).expect("a kept slot")],
-        }
-    }
-    fn norm(&self, n: Norm) -> (&Tensor, &Tensor) {
-        let (u, rstd) = &self.norms[n as usize];
-        (u, rstd)
-    }
 }
 
 /// Backward scratch shared by all blocks (the CPU's `Grads` work buffers).
@@ -181,14 +137,6 @@ impl Update {
             Update::Sgd { .. } => {}
         }
     }
-}
-
-/// `y = x W^T + b` (W stored (out, in) at `w` in the parameters, b at `b`), as `crate::nn::linear`.
-struct Linear {
-    w: usize,
-    b: usize,
-    din: usize,
-    dout: usize,
 }
 
 impl GpuTrainer {

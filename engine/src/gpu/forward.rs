@@ -1,0 +1,221 @@
+//! The forward pass as a list of GPU ops, recorded from `architecture::BLOCK` as the CPU's
+//! `Model::trunk` walks it: the embedding, every block, the final LayerNorm and the head. The
+//! trainer records it once for its batch and appends the loss and the backward pass; the reader
+//! records it for one text and reads every buffer back. Shapes: B rows of T positions, N = B*T,
+//! C = d_model, F = d_ff, V vocab, NH heads of hs = C / NH.
+
+use super::activation::Act;
+use super::elementwise::Elementwise;
+use super::embedding::{Embedding, Table};
+use super::layer_norm::{Affine, LayerNorm};
+use super::matmul::{Dims, Matmul, View, Zeros};
+use super::softmax::Softmax;
+use super::{GpuContext, GpuError, Op, Result, Tensor};
+use crate::config::ModelConfig;
+use crate::model::architecture::{Layer, LinearId, LinearSpec, Norm, Slot, BLOCK};
+use crate::model::params::Layout;
+
+/// The kernel families a forward pass uses, each with its pipelines built once.
+pub struct Kernels {
+    pub mm: Matmul,
+    pub ew: Elementwise,
+    pub ln: LayerNorm,
+    pub act: Act,
+    pub sm: Softmax,
+    pub emb: Embedding,
+}
+
+impl Kernels {
+    pub fn new(ctx: &GpuContext) -> Self {
+        Kernels {
+            mm: Matmul::new(ctx),
+            ew: Elementwise::new(ctx),
+            ln: LayerNorm::new(ctx),
+            act: Act::new(ctx),
+            sm: Softmax::new(ctx),
+            emb: Embedding::new(ctx),
+        }
+    }
+}
+
+/// What one block keeps from its forward pass (the CPU's `BlockCache`): the rows of each of
+/// `Slot::KEPT`, both LayerNorms' centred rows and 1/std, and the attention matrices.
+pub struct Block {
+    pub kept: Vec<Tensor>,
+    pub norms: [(Tensor, Tensor); 2],
+    pub att: Tensor,
+}
+
+impl Block {
+    /// Slot `s` of block `i`, whose input and output are `resid[i]` and `resid[i + 1]`.
+    pub fn slot<'a>(&'a self, resid: &'a [Tensor], i: usize, s: Slot) -> &'a Tensor {
+        match s {
+            Slot::X => &resid[i],
+            Slot::Next => &resid[i + 1],
+            _ => &self.kept[Slot::KEPT.iter().position(|&k| k == s).expect("a kept slot")],
+        }
+    }
+    pub fn norm(&self, n: Norm) -> (&Tensor, &Tensor) {
+        let (u, rstd) = &self.norms[n as usize];
+        (u, rstd)
+    }
+}
+
+/// Everything a forward pass writes: the residual stream entering each block (and the last
+/// block's output), each block's kept buffers, the final LayerNorm's and the logits.
+pub struct Activations {
+    pub resid: Vec<Tensor>,
+    pub blocks: Vec<Block>,
+    /// The final LayerNorm's centred rows, 1/std and output.
+    pub lnf: [Tensor; 3],
+    /// (N, V) logits; the trainer's loss turns them into probabilities in place.
+    pub logits: Tensor,
+}
+
+impl Activations {
+    pub fn new(ctx: &GpuContext, m: &ModelConfig, b: usize, t: usize) -> Result<Self> {
+        let (n, c, nh) = (b * t, m.d_model, m.heads);
+        let z = |name: &str, len: usize| ctx.tensor(name, len);
+        let resid = (0..=m.layers).map(|_| z("resid", n * c)).collect::<Result<Vec<_>>>()?;
+        let blocks = (0..m.layers)
+            .map(|_| {
+                let kept = Slot::KEPT.iter().map(|&k| z("block_slot", n * k.width(m))).collect::<Result<Vec<_>>>()?;
+                let norm = || Ok::<_, GpuError>((z("ln_u", n * c)?, z("ln_rstd", n)?));
+                Ok(Block { kept, norms: [norm()?, norm()?], att: z("att", b * nh * t * t)? })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let lnf = [z("lnf_u", n * c)?, z("lnf_rstd", n)?, z("lnf_out", n * c)?];
+        Ok(Activations { resid, blocks, lnf, logits: z("logits", n * m.vocab)? })
+    }
+}
+
+/// `y = x W^T + b` (W stored (out, in) at `w` in the parameters, b at `b`), as `crate::nn::linear`.
+pub struct Linear {
+    pub w: usize,
+    pub b: usize,
+    pub din: usize,
+    pub dout: usize,
+}
+
+/// One forward pass's setting: the model, its weights on the GPU and the batch's shape.
+pub struct Pass<'a> {
+    pub ctx: &'a GpuContext,
+    pub k: &'a Kernels,
+    pub cfg: &'a ModelConfig,
+    pub layout: &'a Layout,
+    pub params: &'a Tensor,
+    /// Bound by the LayerNorm kernel, whose forward entry leaves it alone.
+    pub grads: &'a Tensor,
+    pub b: usize,
+    pub t: usize,
+}
+
+/// The attention's views and sizes: head h of batch row b in a (B, T, C) buffer, and its (T, T)
+/// matrix; causal attention skips the tiles of the masked triangle, as the CPU does.
+pub struct Heads {
+    pub head: View,
+    pub att: View,
+    pub scale: f32,
+    /// S = Q K^T, (P or dS) times (V or K), and P^T (or dS^T) times dY (or Q).
+    pub scores: Dims,
+    pub p_times: Dims,
+    pub pt_times: Dims,
+}
+
+impl Pass<'_> {
+    pub fn n(&self) -> usize {
+        self.b * self.t
+    }
+
+    pub fn linear(&self, id: LinearId) -> Linear {
+        let spec = LinearSpec::of(self.layout, id);
+        let off = |i: usize| self.layout.tensors[i].offset;
+        Linear { w: off(spec.w), b: off(spec.b), din: spec.din, dout: spec.dout }
+    }
+
+    pub fn affine(&self, w: usize, b: usize) -> Affine {
+        Affine { w_off: self.layout.tensors[w].offset, b_off: self.layout.tensors[b].offset }
+    }
+
+    pub fn table(&self) -> Table {
+        let (l, m) = (self.layout, self.cfg);
+        let off = |i: usize| l.tensors[i].offset;
+        Table { v: m.vocab, t: self.t, c: m.d_model, wte_off: off(l.wte), wpe_off: off(l.wpe) }
+    }
+
+    pub fn heads(&self) -> Heads {
+        let (b, t, c, nh) = (self.b, self.t, self.cfg.d_model, self.cfg.heads);
+        let hs = self.cfg.head_size();
+        let d_scores = Dims::new(t, t, hs).batched(b, nh);
+        let d_heads = Dims::new(t, hs, t).batched(b, nh);
+        let skip = |d: Dims, zeros| if self.cfg.causal { d.skipping(zeros) } else { d };
+        Heads {
+            head: View::strided(0, c).batched(t * c, hs),
+            att: View::rows(0, t).batched(nh * t * t, t * t),
+            scale: 1.0 / (hs as f32).sqrt(),
+            scores: skip(d_scores, Zeros::AboveDiagonalOfC),
+            p_times: skip(d_heads, Zeros::AboveDiagonalOfA),
+            pt_times: skip(d_heads, Zeros::BelowDiagonalOfA),
+        }
+    }
+
+    /// `out = inp W^T + b`: the bias broadcast, then the product added.
+    pub fn linear_forward(&self, ops: &mut Vec<Op>, out: &Tensor, inp: &Tensor, p: &Linear) {
+        let (ctx, k, n) = (self.ctx, self.k, self.n());
+        ops.push(k.ew.broadcast_rows(ctx, (self.params, p.b), out, n, p.dout));
+        let w_t = View::rows(p.w, p.din).t();
+        let d = Dims::new(n, p.dout, p.din);
+        ops.push(k.mm.op(
+            ctx,
+            d,
+            1.0,
+            (inp, View::rows(0, p.din)),
+            (self.params, w_t),
+            1.0,
+            (out, View::rows(0, p.dout)),
+        ));
+    }
+
+    /// The forward pass from the token ids in `tokens` to the logits in `a.logits`: each block
+    /// walks `architecture::BLOCK` top to bottom.
+    pub fn ops(&self, tokens: &Tensor, a: &Activations) -> Vec<Op> {
+        let (ctx, k, m, n) = (self.ctx, self.k, self.cfg, self.n());
+        let (c, h) = (m.d_model, self.heads());
+        let mut ops = vec![k.emb.forward(ctx, &a.resid[0], tokens, self.params, self.table(), n)];
+        for (i, (ids, bk)) in self.layout.blocks.iter().zip(&a.blocks).enumerate() {
+            let slot = |s: Slot| bk.slot(&a.resid, i, s);
+            for layer in BLOCK {
+                match layer {
+                    Layer::Norm(nm) => {
+                        let ((u, rstd), (w, bias)) = (bk.norm(nm), ids.norm(nm));
+                        let (out, inp, af) = (slot(nm.output()), slot(nm.input()), self.affine(w, bias));
+                        ops.push(k.ln.forward(ctx, out, u, rstd, inp, self.params, self.grads, af, n, c));
+                    }
+                    Layer::Linear(r) => self.linear_forward(
+                        &mut ops,
+                        slot(r.output()),
+                        slot(r.input()),
+                        &self.linear(LinearId::Block(i, r)),
+                    ),
+                    Layer::Attention => {
+                        let (q, kk, vv, y) = (slot(Slot::Q), slot(Slot::K), slot(Slot::V), slot(Slot::AttnY));
+                        ops.push(k.mm.op(ctx, h.scores, h.scale, (q, h.head), (kk, h.head.t()), 0.0, (&bk.att, h.att)));
+                        ops.push(k.sm.forward(ctx, &bk.att, self.b * m.heads * self.t, self.t, m.causal));
+                        ops.push(k.mm.op(ctx, h.p_times, 1.0, (&bk.att, h.att), (vv, h.head), 0.0, (y, h.head)));
+                    }
+                    Layer::Residual { into, from } => {
+                        ops.push(k.ew.add(ctx, (slot(from), 0), (slot(into), 0), n * into.width(m)))
+                    }
+                    Layer::Activation => {
+                        ops.push(k.act.forward(ctx, m.activation, slot(Slot::FcAct), slot(Slot::FcPre)))
+                    }
+                }
+            }
+        }
+        let [u, rstd, out] = &a.lnf;
+        let af = self.affine(self.layout.lnf_w, self.layout.lnf_b);
+        ops.push(k.ln.forward(ctx, out, u, rstd, &a.resid[m.layers], self.params, self.grads, af, n, c));
+        self.linear_forward(&mut ops, &a.logits, out, &self.linear(LinearId::Head));
+        ops
+    }
+}
