@@ -150,8 +150,8 @@ struct Worker {
     written_due: bool,
     /// A real model opened beside the run (the page's "Open a model").
     pretrained: Option<engine::pretrained::Pretrained>,
-    /// Its weights on the GPU, once a reading has run there.
-    reader: Option<engine::gpu::reader::GpuReader>,
+    /// Its weights on the GPU once a reading has run there, or why the GPU could not read it.
+    reader: Option<Result<engine::gpu::reader::GpuReader, String>>,
 }
 
 impl Worker {
@@ -288,6 +288,8 @@ impl Worker {
             }
             Command::SetBackend { choice } => {
                 self.backend = choice;
+                // A reading refused on the GPU is tried there again.
+                self.reader = self.reader.take().filter(|r| r.is_ok());
                 if let Some(s) = self.session.as_mut() {
                     if let Err(e) = s.set_backend(choice).await {
                         self.post(Event::Notice { text: format!("the run stays where it is: {e}") });

@@ -40,7 +40,8 @@ impl Worker {
         if !fits_beside {
             self.pretrained = None;
         }
-        // The GPU's copy is of the model open now; the next reading on the GPU uploads the new one.
+        // The GPU's copy (or its refusal) is of the model open before; the next reading on the GPU
+        // uploads the new one.
         self.reader = None;
         let error = match Pretrained::from_bytes(&name, &config, &weights, MODEL_BUDGET) {
             Ok(p) => {
@@ -58,22 +59,27 @@ impl Worker {
         let Some(p) = self.pretrained.as_ref() else {
             return self.post(Event::Reading { id, result: Err("open a model first".into()) });
         };
-        let read = match (self.backend, &self.auto_cpu) {
-            (BackendChoice::Cpu, _) => inspect::read(p, text, MODEL_BUDGET),
+        // On the GPU, or why the CPU reads it (none: the CPU was asked for).
+        let on_gpu = match (self.backend, &self.auto_cpu, &self.reader) {
+            (BackendChoice::Cpu, ..) => Err(None),
             // The adapter was found missing or software when the page asked: auto keeps the CPU.
-            (BackendChoice::Auto, Some(why)) => {
-                inspect::read(p, text, MODEL_BUDGET).map(|r| Read { on: why.replacen("cpu", "CPU", 1), ..r })
-            }
+            (BackendChoice::Auto, Some(why), _) => Err(Some(why.replacen("cpu", "CPU", 1))),
+            // The GPU failed this model before: the CPU, until the backend or the model changes.
+            (_, _, Some(Err(why))) => Err(Some(format!("CPU (WebGPU: {why})"))),
             _ => match gpu_read(&mut self.reader, self.backend, p, text).await {
                 Ok(r) => Ok(r),
-                Err(GpuError::Engine(e)) => Err(e),
+                Err(GpuError::Engine(e)) => return self.post(Event::Reading { id, result: Err(e.to_string()) }),
                 // Any GPU failure (none, software under auto, weights over its limit, a lost
                 // device) leaves the reading to the CPU, which says why.
                 Err(e) => {
-                    self.reader = None;
-                    inspect::read(p, text, MODEL_BUDGET).map(|r| Read { on: format!("CPU (WebGPU: {e})"), ..r })
+                    self.reader = Some(Err(e.to_string()));
+                    Err(Some(format!("CPU (WebGPU: {e})")))
                 }
             },
+        };
+        let read = match on_gpu {
+            Ok(r) => Ok(r),
+            Err(why) => inspect::read(p, text, MODEL_BUDGET).map(|r| Read { on: why.unwrap_or(r.on), ..r }),
         };
         let reading = match read.and_then(|r| view::first_view(p, r)) {
             Ok(r) => r,
@@ -100,7 +106,7 @@ impl Worker {
 /// `text` read on the GPU, through the reader of the open model (made on the first reading).
 /// Under auto a software adapter is refused: the CPU path is faster there.
 async fn gpu_read(
-    reader: &mut Option<GpuReader>,
+    reader: &mut Option<Result<GpuReader, String>>,
     backend: BackendChoice,
     p: &Pretrained,
     text: &str,
@@ -111,7 +117,10 @@ async fn gpu_read(
             let why = format!("auto keeps the CPU: the adapter {} is software", ctx.adapter_name());
             return Err(GpuError::NoAdapter(why));
         }
-        *reader = Some(GpuReader::new(ctx, &p.model)?);
+        *reader = Some(Ok(GpuReader::new(ctx, &p.model)?));
     }
-    reader.as_ref().expect("made above").read_text(p, text, MODEL_BUDGET).await
+    let Some(Ok(r)) = reader.as_ref() else {
+        return Err(GpuError::NoAdapter("the GPU refused this model before".into()));
+    };
+    r.read_text(p, text, MODEL_BUDGET).await
 }

@@ -162,5 +162,9 @@ mod tests {
             assert!(rel(&logits, &model.logits(&cpu)) < 1e-4, "logits off by {}", rel(&logits, &model.logits(&cpu)));
         }
         assert!(block_on(reader.read(&[])).is_err() && block_on(reader.read(&[97])).is_err());
+        // Weights over the adapter's largest buffer are refused with both sizes, before any work.
+        let small = block_on(GpuContext::with_max_buffer(64 << 10)).unwrap();
+        let e = GpuReader::new(small, &model).err().expect("refused").to_string();
+        assert!(e.contains("over the adapter's limit of 64.0 KiB"), "{e}");
     }
 }
