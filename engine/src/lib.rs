@@ -20,7 +20,8 @@
 //! - `session`: an experiment (the whole run as JSON) trained with probes on a step schedule, CPU/GPU
 //!   choice and failover, non-finite pause-and-keep, the panels and the summary: what the page's
 //!   worker, `lab train` and `window.spherewalk` all drive.
-//! - `gpu` (feature `gpu`): the same step in WGSL kernels through wgpu, checked against the CPU.
+//! - `gpu` (feature `gpu`): the same step in WGSL kernels through wgpu, checked against the CPU;
+//!   its forward pass (`gpu::forward`) also reads a text for a loaded model (`gpu::reader`).
 //! - `sample`: what the model writes: temperature, top-k and top-p from a seeded stream, through
 //!   the key/value cache, and its next-token predictions for a text.
 //! - `pretrained`: real transformers: the GPT-2 family from Hugging Face's files and GPT-2's

@@ -9,7 +9,8 @@
 //! - `view`: the same reading as the page's panels draw it (sphere, attention) with verdicts.
 //!
 //! GPT-2 is the engine's own architecture (Pre-LN, tanh GELU, LayerNorm eps 1e-5, learned
-//! positions), so the loaded model runs through the same `Model::forward` the lab trains with.
+//! positions), so the loaded model runs through the same `Model::forward` the lab trains with, or
+//! on the GPU through the trainer's forward ops (`gpu::reader`).
 
 pub mod hf_config;
 pub mod inspect;
