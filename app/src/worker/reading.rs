@@ -114,7 +114,7 @@ async fn gpu_read(
     if reader.is_none() {
         let ctx = GpuContext::new().await?;
         if backend == BackendChoice::Auto && ctx.is_software() {
-            let why = format!("auto keeps the CPU: the adapter {} is software", ctx.adapter_name());
+            let why = format!("only a software one ({}), slower than the CPU", ctx.adapter_name());
             return Err(GpuError::NoAdapter(why));
         }
         *reader = Some(Ok(GpuReader::new(ctx, &p.model)?));

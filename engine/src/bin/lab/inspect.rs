@@ -68,7 +68,7 @@ pub fn read(m: &Pretrained, text: &str, budget: u64, backend: BackendChoice) -> 
     let gpu = || -> Result<Read, GpuError> {
         let ctx = block_on(GpuContext::new())?;
         if backend == BackendChoice::Auto && ctx.is_software() {
-            let why = format!("the adapter {} is software, slower than the CPU", ctx.adapter_name());
+            let why = format!("only a software one ({}), slower than the CPU", ctx.adapter_name());
             return Err(GpuError::NoAdapter(why));
         }
         block_on(GpuReader::new(ctx, &m.model)?.read_text(m, text, budget))
