@@ -1539,6 +1539,8 @@ test('the sphere and the chain: labels, arcs = the engine attention row, great-c
   assert.match(await data('renderer'), /^canvas 2d \(WebGL is drawn in software here/);
   await page.check('#webgl-anyway');
   await page.waitForFunction(() => document.getElementById('sphere').dataset.renderer === 'webgl2', null, { timeout: 10_000 });
+  // The renderer is named before its first frame: the places and the pixel are read from a frame it drew.
+  await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(r, 200)))));
   const screen = nums(await data('screen'));
   const front = Array.from({ length: tokens }, (_, i) => i).reduce((a, b) => (screen[3 * b + 2] > screen[3 * a + 2] ? b : a));
   const symbol = (await page.locator(`#sphere-token option[value="${front}"]`).textContent()).replace(/^\d+: /, '');
