@@ -454,7 +454,7 @@ pub struct SecondOrderConfig {
     /// damping is the same share of each factor's scale; off: sqrt(lambda) on both.
     #[serde(default = "on")]
     pub pi_damping: bool,
-    /// Which Fisher the factors and products estimate (SCIENCE.md §10).
+    /// Which Fisher the factors and products estimate (docs/science.md#which-fisher).
     #[serde(default)]
     pub fisher: Fisher,
     /// Running-average decay of the factors A and G.
@@ -482,7 +482,7 @@ fn on() -> bool {
 }
 
 impl SecondOrderConfig {
-    /// Published defaults (SCIENCE.md §6: 10 CG iterations, tolerance 1e-2, factor decay 0.95),
+    /// Published defaults (docs/science.md#cg-fac: 10 CG iterations, tolerance 1e-2, factor decay 0.95),
     /// except damping 1e-2 instead of 1e-3: the lab's sweep (README, bench/sweep.sh) chose it.
     pub fn new(method: Method) -> Self {
         SecondOrderConfig {

@@ -11,7 +11,7 @@ fn lab(args: &[&str]) -> (bool, String, String) {
 
 #[test]
 fn brownian_json_matches_the_reference_check() {
-    // SCIENCE.md §5: n=16, R=4, D=1, dt=0.002, 4000 walkers, t up to 1.
+    // docs/science.md#brownian-motion-on-the-sphere: n=16, R=4, D=1, dt=0.002, 4000 walkers, t up to 1.
     let (ok, stdout, stderr) = lab(&["brownian", "--dim", "16", "--radius", "4", "--steps", "500", "--json"]);
     assert!(ok, "{stderr}");
     let v: serde_json::Value = serde_json::from_str(stdout.trim()).expect("one JSON object");
@@ -58,7 +58,7 @@ fn science_commands_reject_bad_input() {
 }
 
 /// `lab particles`: started equiangular, every recorded mean inner product follows the closed-form
-/// ODE of SCIENCE.md §8 (integrated here, by RK4 in f64); a random start in a hemisphere ends in one
+/// ODE of docs/science.md#interacting-particles (integrated here, by RK4 in f64); a random start in a hemisphere ends in one
 /// cluster; bad starts are refused.
 #[test]
 fn particles_json_follows_the_equiangular_ode_and_clusters() {

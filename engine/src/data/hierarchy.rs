@@ -1,4 +1,4 @@
-//! JoMA's latent hierarchical generative model (SCIENCE.md §7). A top latent picks mid-level latents;
+//! JoMA's latent hierarchical generative model (docs/science.md#the-hierarchy-data). A top latent picks mid-level latents;
 //! each mid latent emits its own chunk of tokens (with a little noise). The chunk every position came
 //! from is kept, so the lab can score whether attention stays inside the true chunk.
 

@@ -1,4 +1,4 @@
-//! The Pre-LN decoder of SCIENCE.md §1, forward with a cache and backward by hand.
+//! The Pre-LN decoder (docs/science.md#the-model), forward with a cache and backward by hand.
 //!
 //! `x0 = wte[tok] + wpe[pos]`; per block `h = x + O(attn(LN1(x)))`, `x' = h + proj(act(fc(LN2(h))))`;
 //! then `logits = head(LN_f(x))`. Shapes: B batch rows, T positions, C = d_model, F = d_ff, V vocab,

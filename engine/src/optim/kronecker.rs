@@ -1,5 +1,5 @@
 //! The curvature products CG-FAC can use for one linear layer, all of the form `X -> F X + lambda X`
-//! on X (dout, din1), never forming a Kronecker product or a Fisher matrix (SCIENCE.md §6):
+//! on X (dout, din1), never forming a Kronecker product or a Fisher matrix (docs/science.md#cg-fac):
 //! - `Factors`: `G X A` from stored factors A (din1, din1) and G (dout, dout);
 //! - `MatrixFree`: `G X A = (1/(M N)) g^T (g X) a~^T a~` from the current batch, no A or G formed;
 //! - `ExactFisher`: the empirical-Fisher block `(1/M) g^T diag(s) a~`, `s_n = g_n^T X a~_n`.

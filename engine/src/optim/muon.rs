@@ -1,4 +1,4 @@
-//! Muon (Keller Jordan et al., SCIENCE.md §9): momentum on each hidden 2-D weight, orthogonalised
+//! Muon (Keller Jordan et al., docs/science.md#the-race): momentum on each hidden 2-D weight, orthogonalised
 //! by five Newton-Schulz iterations, `W <- W - lr max(1, rows/cols)^0.5 X`; embeddings, gains,
 //! biases and the head take AdamW steps, as in the modded-nanogpt speedruns.
 

@@ -1,4 +1,4 @@
-//! K-FAC and CG-FAC (SCIENCE.md §6) as one optimizer: every linear layer's gradient `[dW | db]` is
+//! K-FAC and CG-FAC (docs/science.md#second-order-optimizers) as one optimizer: every linear layer's gradient `[dW | db]` is
 //! preconditioned by its Kronecker-factored curvature (K-FAC: explicit damped inverses; CG-FAC:
 //! conjugate gradient on `(A ⊗ G + lambda I) x = grad`), the step is KL-clipped, and the remaining
 //! tensors (embeddings, LayerNorm) take AdamW steps.

@@ -1,4 +1,4 @@
-//! SOAP (Vyas et al. 2024, SCIENCE.md §9): Adam run in the eigenbasis of Shampoo's two factors.
+//! SOAP (Vyas et al. 2024, docs/science.md#the-race): Adam run in the eigenbasis of Shampoo's two factors.
 //! For each linear layer's weight W (dout, din) with gradient G:
 //!
 //! ```text

@@ -1,4 +1,4 @@
-//! Brownian motion on the sphere S^{n-1}(R) with diffusion coefficient D (SCIENCE.md §5): the closed
+//! Brownian motion on the sphere S^{n-1}(R) with diffusion coefficient D (docs/science.md#brownian-motion-on-the-sphere): the closed
 //! forms, and two simulators whose walkers the lab compares with the closed forms and with tokens.
 //!
 //! The ambient space is R^n (`dim` = n), so the sphere has n - 1 dimensions. With
@@ -419,7 +419,7 @@ mod tests {
 
     #[test]
     fn reference_check_of_science_md() {
-        // SCIENCE.md §5: n=16, R=4, D=1, dt=0.002, 4000 walkers; theory 0.8290 / 0.6258 / 0.3916.
+        // docs/science.md#brownian-motion-on-the-sphere, its reference check: n=16, R=4, D=1, dt=0.002, 4000 walkers; theory 0.8290 / 0.6258 / 0.3916.
         let mut cfg = config(16, 4.0, 1.0, 0.002, 500);
         cfg.record = vec![100, 250, 500];
         for scheme in [Scheme::EulerMaruyama, Scheme::Geodesic] {

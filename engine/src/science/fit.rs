@@ -1,4 +1,4 @@
-//! How well does Brownian motion explain token trajectories (SCIENCE.md §5)?
+//! How well does Brownian motion explain token trajectories (docs/science.md#brownian-motion-on-the-sphere)?
 //!
 //! A trajectory is a list of frames, each the same N points in R^n at one "time" (layer index or
 //! training step). If the points diffused on a sphere, `ln E[cos theta_t] = -rate t` with

@@ -5,7 +5,7 @@
 //! of pairs (how clustered the points are). Independent Brownian motions with rate r = (n-1) D / R^2
 //! give the closed forms `E cos = e^(-r t)` and `E <x_i, x_j> = <x_i(0), x_j(0)> e^(-2 r t)` (each
 //! mean point shrinks by e^(-r t)): points spread and the pairs decorrelate. The attention flow
-//! (`particles`, SCIENCE.md §8) at inverse temperature beta, run for model time `s = scale t`,
+//! (`particles`, docs/science.md#interacting-particles) at inverse temperature beta, run for model time `s = scale t`,
 //! pulls the points together. Each model's parameters (r; beta and scale) minimise the same sum of
 //! squared errors over both curves; the model with the smaller root-mean-square error fits better,
 //! and each model's angle distribution at the last frame is compared with the points' by the KS

@@ -1,4 +1,4 @@
-//! Ito's lemma by Monte Carlo (SCIENCE.md §5): for f(B) = |B|^2 with B a Brownian motion in R^n,
+//! Ito's lemma by Monte Carlo (docs/science.md#ito-calculus): for f(B) = |B|^2 with B a Brownian motion in R^n,
 //! `d f = 2 B.dB + n dt`. Summing the exact increments of a discretised path,
 //! `|B_t|^2 = sum 2 B_k.dB_k + sum |dB_k|^2` (no approximation: it telescopes), and
 //! - the martingale part `sum 2 B.dB` has mean 0: it only adds noise;

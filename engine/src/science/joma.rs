@@ -1,4 +1,4 @@
-//! JoMA's prediction (SCIENCE.md §7): with a nonlinear MLP, attention entropy first falls (attention
+//! JoMA's prediction (docs/science.md#joma-sparse-then-dense): with a nonlinear MLP, attention entropy first falls (attention
 //! locks onto the most salient tokens) and then rises again (less salient tokens join in).
 //!
 //! The paper's toy dynamics shows it in ten numbers: `dv/dt = eta (mu - v) ⊙ softmax(v^2 / T)`, with

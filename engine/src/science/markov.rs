@@ -1,4 +1,4 @@
-//! One attention matrix as a Markov transition matrix (SCIENCE.md §3-4).
+//! One attention matrix as a Markov transition matrix (docs/science.md#attention-as-a-markov-chain and #softmax-as-a-gaussian-kernel).
 //!
 //! `P = softmax(Q K^T / sqrt(d) + mask)` is row-stochastic: `P_ij` is the probability that a walker
 //! at token i jumps to token j. We look at its powers (k-step diffusion), its spectrum, its stationary

@@ -1,4 +1,4 @@
-//! The science layer (SCIENCE.md §2-5, §7-8): what the lab measures on tokens and attention, and the
+//! The science layer (docs/science.md): what the lab measures on tokens and attention, and the
 //! reference processes it compares them with. Everything is f64 and serde, and runs on wasm32.
 //!
 //! - `sphere`: tokens on the sphere of radius sqrt(d), LayerNorm's affine drift off it, a 3-D view.

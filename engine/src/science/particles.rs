@@ -1,4 +1,4 @@
-//! Tokens as interacting particles (Geshkovski, Letrouit, Polyanskiy and Rigollet, SCIENCE.md §8):
+//! Tokens as interacting particles (Geshkovski, Letrouit, Polyanskiy and Rigollet, docs/science.md#interacting-particles):
 //! n points on the unit sphere S^(d-1) moved by pure self-attention,
 //! `dx_i/dt = P_{x_i}( sum_j softmax_j(beta <x_i, x_j>) x_j )` with `P_x(y) = y - <x, y> x`, and the
 //! discrete layer map `x_i <- normalize(x_i + h sum_j softmax_j(beta <x_i, x_j>) x_j)`.
@@ -201,7 +201,7 @@ pub fn clustering(p: &Particles, t: f64) -> Clustering {
     Clustering { t, mean_inner, min_inner, max_inner, clustered, clusters }
 }
 
-/// The closed-form right-hand side for an equiangular configuration (SCIENCE.md §8):
+/// The closed-form right-hand side for an equiangular configuration (docs/science.md#interacting-particles):
 /// `d rho/dt = 2 e^(beta rho) (1 - rho) ((n-1) rho + 1) / (e^beta + (n-1) e^(beta rho))`.
 pub fn equiangular_rate(rho: f64, n: usize, beta: f64) -> f64 {
     let m = (n - 1) as f64;

@@ -1,4 +1,4 @@
-//! Tokens on the sphere (SCIENCE.md §2). LayerNorm's normalised point `u = (x - mean) / std` has
+//! Tokens on the sphere (docs/science.md#the-sphere). LayerNorm's normalised point `u = (x - mean) / std` has
 //! norm sqrt(d) (with the engine's eps: `sqrt(d var / (var + eps))`, a hair inside). Here: how close
 //! a set of points is to that sphere, how far the affine gain and bias move them off it, and a 3-D
 //! view of a cloud (top principal directions, projected back onto the unit sphere) that stays

@@ -1,4 +1,4 @@
-//! Discrete random walkers on the attention chain (SCIENCE.md §3): a walker on token i at layer l
+//! Discrete random walkers on the attention chain (docs/science.md#attention-as-a-markov-chain): a walker on token i at layer l
 //! jumps to token j with probability P_l[i, j]; layer after layer it traces a path of tokens, and so
 //! a path of points on the sphere. Its distribution after l layers must equal `e_i P_1 ... P_l`.
 

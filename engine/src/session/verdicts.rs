@@ -310,7 +310,7 @@ pub fn markov_chain(probe: &Probe) -> Option<Verdict> {
     ))
 }
 
-/// Softmax attention as a normalised Gaussian kernel (SCIENCE.md §3): exact when queries and keys
+/// Softmax attention as a normalised Gaussian kernel (docs/science.md#softmax-as-a-gaussian-kernel): exact when queries and keys
 /// lie on one sphere; for the learned heads, how far the two are (mean total variation).
 pub fn kernel(probe: &Probe) -> Option<Verdict> {
     let frame = probe.frames().last()?;

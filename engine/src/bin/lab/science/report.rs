@@ -318,7 +318,7 @@ pub(super) fn joma_text_claim(runs: Option<&[serde_json::Value]>) -> Claim {
     Claim { claim, measured: parts.join("; "), verdict }
 }
 
-/// Muon and SOAP (SCIENCE.md §9) against CG-FAC in the same race: steps and seconds to target.
+/// Muon and SOAP (docs/science.md#the-race) against CG-FAC in the same race: steps and seconds to target.
 pub(super) fn first_order_claim(race: Option<&serde_json::Value>) -> Claim {
     let claim = "Muon and SOAP reach the target in fewer steps and seconds than CG-FAC";
     let Some(race) = race else {

@@ -41,7 +41,7 @@ pub(super) struct LayerSphere {
     /// How the LayerNorm gain and bias move the points off the sphere.
     pub(super) affine: AffineDrift,
     /// Mean TV between softmax(u u^T / sqrt d) and the Gaussian kernel, with u put exactly on the
-    /// sphere (largest over probe rows): the identity of SCIENCE.md §4, ~0.
+    /// sphere (largest over probe rows): the identity of docs/science.md#softmax-as-a-gaussian-kernel, ~0.
     pub(super) pure_kernel_tv: f64,
     /// The same with u as LayerNorm gives it: eps leaves key norms slightly unequal.
     pub(super) pure_kernel_tv_raw: f64,
