@@ -17,7 +17,7 @@
 //!   `settings`, `tour`, `lead` (the first screen's words), and what they share: `panel` (a panel's
 //!   frame, explanation and verdicts), `canvas`, `canvas_text` and `token_style`.
 //!
-//! Stable element ids, read by the browser test (`e2e/page.test.mjs`): `#version`, `#backend`,
+//! Stable element ids, read by the browser tests (`e2e/*.test.mjs`): `#version`, `#backend`,
 //! `#theme`, `#start`, `#step-once`, `#reset`, `#export`, `#status`, `#step`, `#total-steps`,
 //! `#train-loss`, `#val-loss`, `#speed`, `#error`, `#notice`, `#url-error`, `#pending`, `#saved`
 //! (`data-step`: the step last saved to IndexedDB), `#saved-run`, `#resume-saved`, `#discard-saved`,
@@ -41,14 +41,14 @@ mod views;
 use leptos::prelude::*;
 use wasm_bindgen::prelude::*;
 
-use crate::lab::{estimate, export, script_api, url_state, Download, Lab};
+use crate::lab::{export, script_api, url_state, Download, Lab};
 use crate::views::charts::{BrownianPanel, DiagnosticsPanel, EntropyPanel, LossPanel};
 use crate::views::heatmap::AttentionPanel;
+use crate::views::run_bar::RunBar;
 use crate::views::settings::{self as settings_panel, SettingsPanel};
 use crate::views::sphere::SphereView;
 use crate::views::writing::WritingPanel;
 use crate::views::{lead, tour};
-use spherewalk::protocol::Phase;
 
 const THEME_KEY: &str = "spherewalk-theme";
 
@@ -87,9 +87,6 @@ fn dark_mode_signal() -> RwSignal<bool> {
     dark
 }
 
-fn fmt_loss(v: Option<f32>) -> String {
-    v.map(|l| format!("{l:.4}")).unwrap_or_else(|| "–".to_string())
-}
 /// What storage holds of the run: the last save, or why a save failed (then what is still kept).
 fn saved_line(step: Option<usize>, failed: Option<String>) -> String {
     match (step, failed) {
@@ -121,8 +118,12 @@ fn App() -> impl IntoView {
         web_sys::console::warn_1(&format!("Spherewalk: {p}").into());
     }
     let hide = StoredValue::new(link.hide.clone());
+    let embed = StoredValue::new(link.embed.clone());
     if let Some(root) = web_sys::window().and_then(|w| w.document()).and_then(|d| d.document_element()) {
         let _ = root.set_attribute("data-hide", &link.hide.join(" "));
+        if let Some(panel) = &link.embed {
+            let _ = root.set_attribute("data-embed", panel);
+        }
     }
     let lab = Lab::new(link.settings);
     lab.link_errors.set(link.bad);
@@ -139,6 +140,11 @@ fn App() -> impl IntoView {
         hide.with_value(|h| {
             if !h.is_empty() {
                 e.push_str(&format!("&hide={}", h.join(",")));
+            }
+        });
+        embed.with_value(|p| {
+            if let Some(p) = p {
+                e.push_str(&format!("&embed={p}"));
             }
         });
         e
@@ -227,10 +233,6 @@ fn App() -> impl IntoView {
     });
     on_cleanup(move || keys.remove());
 
-    let last_train = move || lab.train.with(|t| t.last().map(|p| p.1));
-    let last_val = move || lab.val.with(|v| v.last().map(|p| p.1));
-    let step = move || lab.step.get();
-    let pending = move || lab.pending();
     let model_msg = lab.model_msg;
     let on_download_model = move |_| lab.ask_download(Download::Model);
     let on_download_config = move |_| lab.ask_download(Download::Config);
@@ -274,11 +276,6 @@ fn App() -> impl IntoView {
         }
     };
 
-    // The loss of a uniform guess and the full yardsticks sentence, once the run knows its data.
-    let yardsticks = move || {
-        let vocab = lab.run_config.with(|c| c.as_ref().map(|c| c.model.vocab))?;
-        Some(lead::yardsticks(vocab, &lab.baselines.get()?))
-    };
     view! {
         <main class="lab" class:model-mode=move || lab.real.mode.get() == lab::real_model::Mode::Model>
             <header>
@@ -325,6 +322,11 @@ fn App() -> impl IntoView {
                         })
                 }}
                 <span class="note">"Engine " <code id="version">{engine::VERSION}</code></span>
+                <Show when=move || lab.site.offline.get()>
+                    <span id="offline" class="note" title="this version of the lab is kept in this browser: it opens without a network">
+                        "Works offline"
+                    </span>
+                </Show>
                 <views::model::ModeSwitch lab=lab />
                 {move || lab.backend_warning().map(|w| view! { <p id="backend-warning" class="error" role="status">{w}</p> })}
                 <Show when=move || lab.on_gpu.with(Option::is_some)>
@@ -374,6 +376,14 @@ fn App() -> impl IntoView {
                 </div>
             </Show>
 
+            <Show when=move || lab.site.update.get()>
+                <p id="update" class="note banner" role="status">
+                    "A new version of the lab is ready. "
+                    <button id="take-update" type="button" on:click=move |_| lab.site.take_update()>
+                        "Reload"
+                    </button>
+                </p>
+            </Show>
             <tour::TourPanel lab=lab step=tour_step />
             <Show when=move || lab.crashed.with(Option::is_some)>
                 <div id="crashed" class="error banner" role="alert">
@@ -418,97 +428,7 @@ fn App() -> impl IntoView {
             </Show>
 
 
-            <section class="controls" aria-label="run controls">
-                <button
-                    id="start"
-                    type="button"
-                    class:running=move || lab.phase.get() == Phase::Running
-                    aria-keyshortcuts="Space"
-                    on:click=move |_| lab.toggle()
-                >
-                    {move || lab.phase.get().button_text()}
-                </button>
-                <button
-                    id="step-once"
-                    type="button"
-                    disabled=move || lab.phase.get() == Phase::Running
-                    on:click=move |_| lab.step_once()
-                >
-                    "Step"
-                </button>
-                <button id="reset" type="button" on:click=move |_| lab.reset()>"Reset"</button>
-                <label for="pace">
-                    "Pace "
-                    <select
-                        id="pace"
-                        aria-describedby="estimate"
-                        on:change=move |ev| {
-                            if let Ok(p) = event_target_value(&ev).parse::<f64>() {
-                                lab.set_pace(p);
-                            }
-                        }
-                    >
-                        {spherewalk::settings::PACES
-                            .into_iter()
-                            .map(|p| {
-                                let label = if p > 0.0 { format!("{p} steps/s") } else { "as fast as possible".to_string() };
-                                view! {
-                                    <option value=p.to_string() selected=move || lab.settings.with(|s| s.steps_per_second == p)>
-                                        {label}
-                                    </option>
-                                }
-                            })
-                            .collect_view()}
-                    </select>
-                </label>
-                <span id="estimate" class="experiment">{move || estimate::estimate(lab)}</span>
-                <Show when=pending>
-                    <span id="pending" class="note">
-                        {move || {
-                            if lab.only_lr_changed() && lab.phase.get() == Phase::Paused {
-                                "the new learning rate applies when you press Resume or Step"
-                            } else {
-                                "settings changed: Reset or Restart to apply them"
-                            }
-                        }}
-                    </span>
-                </Show>
-            </section>
-
-            <dl class="stats" aria-live="off">
-                <div>
-                    <dt>"status"</dt>
-                    <dd id="status" data-phase=move || lab.phase.get().status_text()>
-                        {move || lab.phase.get().status_text()}
-                    </dd>
-                </div>
-                <div>
-                    <dt>"step"</dt>
-                    <dd>
-                        <span id="step">{step}</span>
-                        " / "
-                        <span id="total-steps">{move || lab.total_steps.get()}</span>
-                    </dd>
-                </div>
-                <div>
-                    <dt>"train loss"</dt>
-                    <dd id="train-loss">{move || fmt_loss(last_train())}</dd>
-                </div>
-                <div>
-                    <dt id="yardsticks" title=move || yardsticks().map(|(_, long)| long)>
-                        "validation loss"
-                        {move || yardsticks().map(|(guess, _)| format!(" (guessing: {guess:.2})"))}
-                    </dt>
-                    <dd id="val-loss">{move || fmt_loss(last_val())}</dd>
-                </div>
-                <div>
-                    <dt>"time per step"</dt>
-                    <dd id="speed" data-steps-per-second=move || lab.steps_per_second.get().map(|v| format!("{v:.2}"))>
-                        {move || lab.ms_per_step.get().map(|ms| format!("{ms:.1} ms")).unwrap_or_else(|| "–".to_string())}
-                    </dd>
-                </div>
-            </dl>
-
+            <RunBar lab=lab />
             <Show when=move || lab.notice.with(Option::is_some)>
                 <p id="notice" class="note">{move || lab.notice.get().unwrap_or_default()}</p>
             </Show>
@@ -574,5 +494,9 @@ fn toggle_fullscreen() {
 
 fn main() {
     console_error_panic_hook::set_once();
+    // index.html's "Loading Spherewalk…" gives way to the page.
+    if let Some(boot) = web_sys::window().and_then(|w| w.document()).and_then(|d| d.get_element_by_id("boot")) {
+        boot.remove();
+    }
     leptos::mount::mount_to_body(App);
 }

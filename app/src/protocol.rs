@@ -15,8 +15,11 @@ use wasm_bindgen::{JsCast, JsValue};
 
 use crate::settings::Settings;
 
-/// Where Trunk puts the worker's loader (the page's workers and the training worker's second one).
+/// The training worker's loader (`public/worker_loader.js`), for the workers started without the
+/// page's progress line: a race's rivals, the scripting API's, the training worker's second one.
 pub const WORKER_URL: &str = "./worker_loader.js";
+/// The model worker (`reader`), started when the page first opens a model.
+pub const READER_URL: &str = "./worker_loader.js?worker=reader";
 
 /// The page to the worker.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -88,10 +91,12 @@ pub enum Command {
     Bench {
         spec: BenchSpec,
     },
-    /// Opens a GPT-2 from its config.json and model.safetensors (bulk arrays 0 and 1); answered by
-    /// `Event::Opened`. The run, if any, is kept.
+    /// To the model worker: opens a model from its files, named in `files` in the order of the
+    /// bulk arrays (config.json, model.safetensors, and tokenizer.json or vocab.json and
+    /// merges.txt); answered by `Event::Opened`.
     OpenModel {
         name: String,
+        files: Vec<String>,
     },
     /// The opened model reads `text`: answered by `Event::Reading` with the same `id`.
     Read {

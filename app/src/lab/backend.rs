@@ -90,6 +90,7 @@ impl Lab {
             self.backend_detail.set(None);
         }
         self.send(Command::SetBackend { choice: choice.engine() });
+        super::model_worker::set_backend(self);
     }
 
     /// Before a run: what choosing WebGPU means on this browser's adapter, when it is slow or absent.

@@ -43,6 +43,9 @@ pub fn estimate(lab: Lab) -> String {
         ),
         (None, None) => format!("{steps} steps (validation every {eval}) as fast as possible"),
     };
+    if lab.site.loading.with(Option::is_some) {
+        out.push_str(", once the engine has loaded");
+    }
     if let Some(t) = per_step_s.filter(|&t| t > 0.25) {
         out.push_str(&format!(". Slow size: about {t:.1} s a step in the browser"));
     }

@@ -7,17 +7,10 @@ impl Lab {
     pub(super) fn on_event(self, event: Event, bulk: Vec<JsValue>) {
         match event {
             Event::Ready { .. } => {
-                let pending = CLIENT.with_borrow_mut(|c| {
-                    c.as_mut().map(|c| {
-                        c.ready = true;
-                        std::mem::take(&mut c.pending)
-                    })
-                });
-                CLIENT.with_borrow(|c| {
-                    if let Some(c) = c {
-                        for (msg, transfer) in pending.unwrap_or_default() {
-                            let _ = c.worker.post_message_with_transfer(&msg, &transfer);
-                        }
+                self.site.loading.set(None);
+                CLIENT.with_borrow_mut(|c| {
+                    if let Some(c) = c.as_mut() {
+                        c.on_ready();
                     }
                 });
             }

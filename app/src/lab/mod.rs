@@ -14,9 +14,11 @@ mod backend;
 pub mod estimate;
 mod events;
 pub mod export;
+mod model_worker;
 pub mod race;
 pub mod real_model;
 pub mod script_api;
+pub mod site;
 pub mod url_state;
 pub mod writing;
 
@@ -63,14 +65,60 @@ impl Chain {
 /// An earlier run's training curve: (label, (step, loss) points).
 pub type EarlierRun = (String, Vec<(usize, f32)>);
 
-/// The worker and the listeners that keep it talking.
-struct Client {
+/// A worker and the listeners that keep it talking.
+pub(crate) struct Client {
     worker: web_sys::Worker,
     ready: bool,
     /// Messages sent before the worker's wasm listened (they would be dropped).
     pending: Vec<(JsValue, js_sys::Array)>,
     _on_message: Closure<dyn FnMut(web_sys::MessageEvent)>,
     _on_error: Closure<dyn FnMut(web_sys::ErrorEvent)>,
+}
+
+impl Client {
+    /// Starts the worker at `url`; its messages go to `on_message`, an error that ends it to `on_crash`.
+    pub(crate) fn spawn(
+        url: &str,
+        mut on_message: impl FnMut(JsValue) + 'static,
+        mut on_crash: impl FnMut(String) + 'static,
+    ) -> Result<Client, String> {
+        let worker = web_sys::Worker::new(url).map_err(|e| spherewalk::js::error_text(&e))?;
+        let on_message = Closure::<dyn FnMut(web_sys::MessageEvent)>::new(move |ev: web_sys::MessageEvent| {
+            on_message(ev.data());
+        });
+        let on_error = Closure::<dyn FnMut(web_sys::ErrorEvent)>::new(move |ev: web_sys::ErrorEvent| {
+            ev.prevent_default();
+            on_crash(ev.message());
+        });
+        worker.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
+        worker.set_onerror(Some(on_error.as_ref().unchecked_ref()));
+        Ok(Client { worker, ready: false, pending: Vec::new(), _on_message: on_message, _on_error: on_error })
+    }
+
+    /// Posts the message now, or once the worker has said it listens.
+    pub(crate) fn deliver(&mut self, msg: JsValue, transfer: js_sys::Array) {
+        if self.ready {
+            if let Err(e) = self.worker.post_message_with_transfer(&msg, &transfer) {
+                web_sys::console::error_1(&e);
+            }
+        } else {
+            self.pending.push((msg, transfer));
+        }
+    }
+
+    /// The worker listens: what waited goes now.
+    pub(crate) fn on_ready(&mut self) {
+        self.ready = true;
+        for (msg, transfer) in std::mem::take(&mut self.pending) {
+            let _ = self.worker.post_message_with_transfer(&msg, &transfer);
+        }
+    }
+
+    /// Stops the worker (after a crash, its listener stays until a new one replaces it).
+    pub(crate) fn stop(&mut self) {
+        self.worker.terminate();
+        self.ready = false;
+    }
 }
 
 thread_local! {
@@ -164,6 +212,8 @@ pub struct Lab {
     pub corpus: RwSignal<Option<Result<String, String>>>,
     /// The page's second mode: a real model (`real_model`).
     pub real: real_model::RealModel,
+    /// The page as a web site: the engine's download, the offline copy, a new build (`site`).
+    pub site: site::Site,
 }
 
 impl Lab {
@@ -213,6 +263,7 @@ impl Lab {
             writing: writing::WritingState::new(),
             corpus: RwSignal::new(None),
             real: real_model::RealModel::new(),
+            site: site::Site::new(),
         };
         lab.spawn_worker();
         lab
@@ -220,34 +271,18 @@ impl Lab {
 
     /// Starts (or restarts, after a crash) the training worker.
     pub fn spawn_worker(self) {
-        let worker = match web_sys::Worker::new(WORKER_URL) {
-            Ok(w) => w,
-            Err(e) => {
-                self.crashed
-                    .set(Some(format!("the training worker could not start: {}", spherewalk::js::error_text(&e))));
-                return;
-            }
+        let client = Client::spawn(
+            site::TRAINING_WORKER_URL,
+            move |data| self.on_message(data),
+            move |what| self.on_crash(what),
+        );
+        let client = match client {
+            Ok(c) => c,
+            Err(e) => return self.crashed.set(Some(format!("the training worker could not start: {e}"))),
         };
-        let on_message = Closure::<dyn FnMut(web_sys::MessageEvent)>::new(move |ev: web_sys::MessageEvent| {
-            self.on_message(ev.data());
-        });
-        let on_error = Closure::<dyn FnMut(web_sys::ErrorEvent)>::new(move |ev: web_sys::ErrorEvent| {
-            ev.prevent_default();
-            self.on_crash(ev.message());
-        });
-        worker.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
-        worker.set_onerror(Some(on_error.as_ref().unchecked_ref()));
-        let old = CLIENT.with_borrow_mut(|c| {
-            c.replace(Client {
-                worker,
-                ready: false,
-                pending: Vec::new(),
-                _on_message: on_message,
-                _on_error: on_error,
-            })
-        });
-        if let Some(old) = old {
-            old.worker.terminate();
+        self.site.loading.set(Some((0.0, 0.0)));
+        if let Some(mut old) = CLIENT.with_borrow_mut(|c| c.replace(client)) {
+            old.stop();
         }
         self.crashed.set(None);
         self.send(Command::SetBackend { choice: self.backend.get_untracked().engine() });
@@ -264,13 +299,8 @@ impl Lab {
             Err(e) => return self.error.set(Some(e)),
         };
         CLIENT.with_borrow_mut(|c| {
-            let Some(c) = c.as_mut() else { return };
-            if c.ready {
-                if let Err(e) = c.worker.post_message_with_transfer(&msg, &transfer) {
-                    web_sys::console::error_1(&e);
-                }
-            } else {
-                c.pending.push((msg, transfer));
+            if let Some(c) = c.as_mut() {
+                c.deliver(msg, transfer);
             }
         });
     }
@@ -290,11 +320,11 @@ impl Lab {
         };
         self.crashed.set(Some(format!("The training worker crashed ({what}). {offer}")));
         self.phase.set(Phase::Failed);
+        self.site.loading.set(None);
         // The client stays (its listener is what runs now) until a new worker replaces it.
         CLIENT.with_borrow_mut(|c| {
             if let Some(c) = c.as_mut() {
-                c.worker.terminate();
-                c.ready = false;
+                c.stop();
             }
         });
     }
@@ -308,6 +338,9 @@ impl Lab {
     fn on_message(self, data: JsValue) {
         if let Some(what) = js_sys::Reflect::get(&data, &"crashed".into()).ok().and_then(|c| c.as_string()) {
             return self.on_crash(what);
+        }
+        if self.site.on_loading(&data) {
+            return;
         }
         let current = protocol::epoch_of(&data) == self.epoch.get_untracked();
         match protocol::decode::<Event>(&data) {

@@ -14,7 +14,7 @@ use leptos::prelude::*;
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
 
-use super::Lab;
+use super::{model_worker, Lab};
 use spherewalk::protocol::{self, Command, OpenedModel};
 
 /// Ids of the model's reads and writes: above the writing panel's and scripts' (`writing`).
@@ -124,23 +124,31 @@ fn opening(lab: Lab, name: &str) {
     lab.real.busy.set(Some(format!("Opening {name}")));
 }
 
-/// The model's files, picked by the visitor: a config.json and a .safetensors.
+/// The tokenizer's files a model may have beside its weights, in the order they are tried.
+const TOKENIZER_FILES: [&str; 3] = ["tokenizer.json", "vocab.json", "merges.txt"];
+
+/// The model's files, picked by the visitor: its config.json, a .safetensors and its tokenizer's
+/// files (tokenizer.json, or GPT-2's vocab.json and merges.txt).
 pub fn open_files(lab: Lab, files: Vec<web_sys::File>) {
-    let find = |ext: &str| files.iter().find(|f| f.name().to_lowercase().ends_with(ext)).cloned();
-    let (Some(config), Some(weights)) = (find(".json"), find(".safetensors")) else {
+    let named = |name: &str| files.iter().find(|f| f.name().eq_ignore_ascii_case(name)).cloned();
+    let weights = files.iter().find(|f| f.name().to_lowercase().ends_with(".safetensors")).cloned();
+    let (Some(config), Some(weights)) = (named("config.json"), weights) else {
         let names: Vec<String> = files.iter().map(|f| f.name()).collect();
         let bin = names.iter().any(|n| n.ends_with(".bin"));
         lab.real.message.set(Some(Err(format!(
-            "pick the model's config.json and its model.safetensors together (picked: {}){}",
+            "pick the model's config.json, its model.safetensors and its tokenizer.json together (picked: {}){}",
             names.join(", "),
             if bin { "; a .bin file is a PyTorch pickle, which the lab does not open" } else { "" }
         ))));
         return;
     };
+    let mut picked = vec![("config.json".to_string(), config), ("model.safetensors".to_string(), weights.clone())];
+    picked.extend(TOKENIZER_FILES.iter().filter_map(|&n| named(n).map(|f| (n.to_string(), f))));
     opening(lab, &weights.name());
     leptos::task::spawn_local(async move {
         let mut bulk = Vec::new();
-        for f in [&config, &weights] {
+        let mut names = Vec::new();
+        for (name, f) in picked {
             match JsFuture::from(f.array_buffer()).await {
                 // The file's own buffer goes to the worker (transferred, not copied).
                 Ok(buf) => bulk.push(Uint8Array::new(&buf).into()),
@@ -148,12 +156,13 @@ pub fn open_files(lab: Lab, files: Vec<web_sys::File>) {
                     return failed(lab, format!("could not read {}: {}", f.name(), spherewalk::js::error_text(&e)))
                 }
             }
+            names.push(name);
         }
-        lab.send_with(Command::OpenModel { name: weights.name() }, bulk);
+        model_worker::send(lab, Command::OpenModel { name: weights.name(), files: names }, bulk);
     });
 }
 
-fn failed(lab: Lab, why: String) {
+pub(super) fn failed(lab: Lab, why: String) {
     lab.real.busy.set(None);
     lab.real.progress.set(None);
     lab.real.message.set(Some(Err(why)));
@@ -170,7 +179,7 @@ fn hub() -> String {
         .to_string()
 }
 
-/// Fetches the model `id`'s config.json and model.safetensors from the hub (or the browser's
+/// Fetches the model `id`'s files (config.json, its tokenizer's, model.safetensors) from the hub (or the browser's
 /// cache), with progress and a cancel button, and opens it.
 pub fn fetch_hub(lab: Lab) {
     let id = lab.real.hub_id.get_untracked().trim().to_string();
@@ -183,13 +192,23 @@ pub fn fetch_hub(lab: Lab) {
     leptos::task::spawn_local(async move {
         let base = format!("{}/{id}/resolve/main", hub());
         let mut bulk = Vec::new();
+        let mut names = Vec::new();
         let mut notes = Vec::new();
-        for file in ["config.json", "model.safetensors"] {
+        // The small files first: a model whose files cannot be found fails before its weights come.
+        let mut plan = vec!["config.json", "tokenizer.json", "model.safetensors"];
+        let mut next = 0;
+        while let Some(&file) = plan.get(next) {
+            next += 1;
             match download(lab, &format!("{base}/{file}"), file, &controller).await {
-                Ok((bytes, note)) => {
+                Ok(Some((bytes, note))) => {
                     bulk.push(bytes.into());
+                    names.push(file.to_string());
                     notes.extend(note);
                 }
+                // No tokenizer.json: GPT-2's older pair (without it the model worker says what is missing).
+                Ok(None) if file == "tokenizer.json" => drop(plan.splice(next..next, ["vocab.json", "merges.txt"])),
+                Ok(None) if matches!(file, "vocab.json" | "merges.txt") => {}
+                Ok(None) => return failed(lab, format!("{base}/{file} was not found (404): is the model id right?")),
                 Err(why) => return failed(lab, why),
             }
         }
@@ -198,7 +217,7 @@ pub fn fetch_hub(lab: Lab) {
         if !notes.is_empty() {
             lab.real.message.set(Some(Ok(notes.join(" "))));
         }
-        lab.send_with(Command::OpenModel { name: id }, bulk);
+        model_worker::send(lab, Command::OpenModel { name: id, files: names }, bulk);
     });
 }
 
@@ -210,13 +229,14 @@ pub fn cancel(lab: Lab) {
 }
 
 /// One file: from the browser's cache if it is there, else fetched (then kept in the cache; a
-/// refusal to keep it is a note, not a failure). Returns its bytes and that note.
+/// refusal to keep it is a note, not a failure). Returns its bytes and that note, or None when
+/// the hub has no such file (404).
 async fn download(
     lab: Lab,
     url: &str,
     what: &str,
     controller: &web_sys::AbortController,
-) -> Result<(Uint8Array, Option<String>), String> {
+) -> Result<Option<(Uint8Array, Option<String>)>, String> {
     let window = web_sys::window().ok_or("no window")?;
     let text = |e: JsValue| spherewalk::js::error_text(&e);
     let cache: Option<web_sys::Cache> = match window.caches() {
@@ -232,7 +252,7 @@ async fn download(
                     total: None,
                 }));
                 let buf = JsFuture::from(response.array_buffer().map_err(text)?).await.map_err(text)?;
-                return Ok((Uint8Array::new(&buf), None));
+                return Ok(Some((Uint8Array::new(&buf), None)));
             }
         }
     }
@@ -246,6 +266,9 @@ async fn download(
         }
     })?;
     let response: web_sys::Response = response.unchecked_into();
+    if response.status() == 404 {
+        return Ok(None);
+    }
     if !response.ok() {
         return Err(format!("{url} answered {} {}: is the model id right?", response.status(), response.status_text()));
     }
@@ -283,7 +306,7 @@ async fn download(
             note = Some(format!("The browser would not keep {what} ({}): the next visit fetches it again.", text(e)));
         }
     }
-    Ok((whole, note))
+    Ok(Some((whole, note)))
 }
 
 thread_local! {
@@ -315,7 +338,7 @@ pub fn read(lab: Lab) {
     if m.message.with_untracked(|x| matches!(x, Some(Err(_)))) {
         m.message.set(None);
     }
-    lab.send(Command::Read { text: m.text.get_untracked(), id: m.id() });
+    model_worker::send(lab, Command::Read { text: m.text.get_untracked(), id: m.id() }, vec![]);
 }
 
 /// The opened model writes after the text (greedy).
@@ -324,7 +347,7 @@ pub fn write(lab: Lab) {
     let spec =
         SampleSpec { prompt: m.text.get_untracked(), tokens: WRITE_TOKENS, temperature: 0.0, ..SampleSpec::default() };
     m.busy.set(Some("Writing".into()));
-    lab.send(Command::SampleModel { spec, id: m.id() });
+    model_worker::send(lab, Command::SampleModel { spec, id: m.id() }, vec![]);
 }
 
 pub fn on_opened(lab: Lab, open: Option<OpenedModel>, error: Option<String>) {
@@ -343,6 +366,15 @@ pub fn on_opened(lab: Lab, open: Option<OpenedModel>, error: Option<String>) {
         Some(e) => m.message.set(Some(Err(e))),
         None => read(lab),
     }
+}
+
+/// The model worker crashed: the model is gone, every call waiting on it is refused with `why`.
+pub fn on_worker_lost(lab: Lab, why: String) {
+    let waiting = SCRIPT_READS.with_borrow_mut(std::mem::take);
+    for (_, _, reject) in waiting {
+        let _ = reject.call1(&JsValue::NULL, &js_sys::Error::new(&why).into());
+    }
+    on_opened(lab, None, Some(why));
 }
 
 /// Settles the `spherewalk.inspect` call waiting for reading `id`, if any.

@@ -14,7 +14,12 @@ pub struct Read {
     pub tour: Option<Result<usize, String>>,
     /// `&hide=settings,model`: parts of the page a class does not need.
     pub hide: Vec<String>,
+    /// `&embed=sphere`: one panel and a compact Start, for an iframe in a slide or a course page.
+    pub embed: Option<String>,
 }
+
+/// The panels a link can embed alone (`#embed=...`).
+pub const EMBEDDABLE: [&str; 4] = ["sphere", "loss", "attention", "writing"];
 
 /// The address's hash.
 pub fn hash() -> String {
@@ -32,18 +37,20 @@ pub fn has_experiment(hash: &str) -> bool {
 }
 
 fn whole(settings: Settings, problem: Option<String>) -> Read {
-    Read { settings, problem, bad: Vec::new(), tour: None, hide: Vec::new() }
+    Read { settings, problem, bad: Vec::new(), tour: None, hide: Vec::new(), embed: None }
 }
 
-/// Parses a location hash: `&`-separated parts, the experiment (`s=` or `preset=`), `tour=N` and
-/// `hide=a,b` in any order; each may be missing.
+/// Parses a location hash: `&`-separated parts, the experiment (`s=` or `preset=`), `tour=N`,
+/// `hide=a,b` and `embed=panel` in any order; each may be missing.
 pub fn parse(hash: &str) -> Read {
-    let (mut tour, mut hide, mut rest) = (None, Vec::new(), Vec::new());
+    let (mut tour, mut hide, mut embed, mut rest) = (None, Vec::new(), None, Vec::new());
     for part in hash.trim_start_matches('#').split('&').filter(|p| !p.is_empty()) {
         if let Some(n) = part.strip_prefix("tour=") {
             tour = Some(n.parse::<usize>().map_err(|_| decoded(n)));
         } else if let Some(list) = part.strip_prefix("hide=") {
             hide = list.split(',').filter(|h| !h.is_empty()).map(String::from).collect();
+        } else if let Some(panel) = part.strip_prefix("embed=") {
+            embed = Some(decoded(panel));
         } else {
             rest.push(part);
         }
@@ -51,6 +58,17 @@ pub fn parse(hash: &str) -> Read {
     let mut read = parse_experiment(&rest.join("&"));
     read.tour = tour;
     read.hide = hide;
+    match embed {
+        Some(panel) if EMBEDDABLE.contains(&panel.as_str()) => read.embed = Some(panel),
+        Some(panel) => {
+            let why = format!(
+                "the link embeds {panel:?}, which is not a panel that can stand alone ({}); the whole page is shown",
+                EMBEDDABLE.join(", ")
+            );
+            read.problem = Some(read.problem.map_or(why.clone(), |p| format!("{p}; {why}")));
+        }
+        None => {}
+    }
     read
 }
 
@@ -118,7 +136,7 @@ fn parse_experiment(hash: &str) -> Read {
             list.join("; ")
         )
     });
-    Read { settings, problem, bad, tour: None, hide: Vec::new() }
+    Read { settings, problem, bad, tour: None, hide: Vec::new(), embed: None }
 }
 
 /// What a link's settings must be beyond a valid experiment: a preset the page has and a pace its

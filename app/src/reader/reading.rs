@@ -1,17 +1,17 @@
-//! The worker's second mode: a real model (GPT-2 from Hugging Face's files) opened beside the
-//! run, reading the visitor's texts and writing after them. The engine does the work
-//! (`engine::pretrained`); here it is received, kept and answered.
+//! What the model worker does with a model: open it from its files (the one open before stays
+//! open until the new one has opened, when memory allows both: a bad file then loses nothing),
+//! read a text on the GPU or the CPU, and write after a prompt.
 
 use engine::gpu::reader::GpuReader;
 use engine::gpu::{GpuContext, GpuError};
 use engine::memory::MODEL_BUDGET;
 use engine::pretrained::inspect::{self, Read};
-use engine::pretrained::{view, Pretrained};
+use engine::pretrained::{view, ModelFiles, Pretrained, TokenizerFiles};
 use engine::sample::{self, SampleSpec};
 use engine::session::BackendChoice;
 use wasm_bindgen::JsValue;
 
-use super::Worker;
+use super::Reader;
 use crate::js::yield_now;
 use crate::protocol::{self, Event, OpenedModel};
 
@@ -28,22 +28,40 @@ fn summary(p: &Pretrained) -> OpenedModel {
     }
 }
 
-impl Worker {
-    /// Opens the model whose config.json and model.safetensors are `bulk` 0 and 1. The model open
-    /// now stays open until the new one has opened, when memory allows both; a bad file then loses
-    /// nothing.
-    pub(super) fn open_model(&mut self, name: String, bulk: &[JsValue]) {
-        let (config, weights) = (protocol::bytes_of(bulk.first()), protocol::bytes_of(bulk.get(1)));
+/// The model's files from the command's bulk arrays, named by `names` (in their order).
+fn files<'a>(names: &[String], bytes: &'a [Vec<u8>]) -> Result<ModelFiles<'a>, String> {
+    let find = |name: &str| names.iter().position(|n| n == name).map(|i| bytes[i].as_slice());
+    let (Some(config), Some(weights)) = (find("config.json"), find("model.safetensors")) else {
+        return Err(format!("a model opens from config.json and model.safetensors; given: {}", names.join(", ")));
+    };
+    let tokenizer = match (find("tokenizer.json"), find("vocab.json"), find("merges.txt")) {
+        (Some(json), ..) => Some(TokenizerFiles::Json(json)),
+        (None, Some(vocab), Some(merges)) => Some(TokenizerFiles::VocabMerges { vocab, merges }),
+        _ => None,
+    };
+    Ok(ModelFiles { config, weights, tokenizer })
+}
+
+impl Reader {
+    /// Opens the model named `name` from its files (`names[i]` is bulk array i).
+    pub(super) fn open_model(&mut self, name: String, names: &[String], bulk: &[JsValue]) {
+        let bytes: Vec<Vec<u8>> = (0..names.len()).map(|i| protocol::bytes_of(bulk.get(i))).collect();
+        let files = match files(names, &bytes) {
+            Ok(f) => f,
+            Err(error) => {
+                return self.post(Event::Opened { open: self.pretrained.as_ref().map(summary), error: Some(error) })
+            }
+        };
         let held = self.pretrained.as_ref().map_or(0, |p| 4 * p.model.params.len() as u64);
-        let fits_beside =
-            held > 0 && Pretrained::check(&config, weights.len() as u64, MODEL_BUDGET.saturating_sub(held)).is_ok();
+        let fits_beside = held > 0
+            && Pretrained::check(files.config, files.weights.len() as u64, MODEL_BUDGET.saturating_sub(held)).is_ok();
         if !fits_beside {
             self.pretrained = None;
         }
         // The GPU's copy (or its refusal) is of the model open before; the next reading on the GPU
         // uploads the new one.
-        self.reader = None;
-        let error = match Pretrained::from_bytes(&name, &config, &weights, MODEL_BUDGET) {
+        self.gpu = None;
+        let error = match Pretrained::from_files(&name, files, MODEL_BUDGET) {
             Ok(p) => {
                 self.pretrained = Some(p);
                 None
@@ -60,19 +78,17 @@ impl Worker {
             return self.post(Event::Reading { id, result: Err("open a model first".into()) });
         };
         // On the GPU, or why the CPU reads it (none: the CPU was asked for).
-        let on_gpu = match (self.backend, &self.auto_cpu, &self.reader) {
-            (BackendChoice::Cpu, ..) => Err(None),
-            // The adapter was found missing or software when the page asked: auto keeps the CPU.
-            (BackendChoice::Auto, Some(why), _) => Err(Some(why.replacen("cpu", "CPU", 1))),
+        let on_gpu = match (self.backend, &self.gpu) {
+            (BackendChoice::Cpu, _) => Err(None),
             // The GPU failed this model before: the CPU, until the backend or the model changes.
-            (_, _, Some(Err(why))) => Err(Some(format!("CPU (WebGPU: {why})"))),
-            _ => match gpu_read(&mut self.reader, self.backend, p, text).await {
+            (_, Some(Err(why))) => Err(Some(format!("CPU (WebGPU: {why})"))),
+            _ => match gpu_read(&mut self.gpu, self.backend, p, text).await {
                 Ok(r) => Ok(r),
                 Err(GpuError::Engine(e)) => return self.post(Event::Reading { id, result: Err(e.to_string()) }),
                 // Any GPU failure (none, software under auto, weights over its limit, a lost
                 // device) leaves the reading to the CPU, which says why.
                 Err(e) => {
-                    self.reader = Some(Err(e.to_string()));
+                    self.gpu = Some(Err(e.to_string()));
                     Err(Some(format!("CPU (WebGPU: {e})")))
                 }
             },
@@ -88,7 +104,8 @@ impl Worker {
         let (inspection, mut panels) = (reading.inspection.clone(), reading.panels.clone());
         let bulk = vec![protocol::floats(&panels.sphere), protocol::floats(&panels.attention)];
         (panels.sphere, panels.attention) = (vec![], vec![]);
-        self.post_with(&Event::Reading { id, result: Ok((Box::new(inspection), Box::new(panels))) }, bulk);
+        let event = Event::Reading { id, result: Ok((Box::new(inspection), Box::new(panels))) };
+        self.mailbox.post(&event, bulk, 0);
         yield_now().await;
         let Some(p) = self.pretrained.as_ref() else { return };
         self.post(Event::Depth { id, depth: Box::new(reading.fit_depth(p)) });
@@ -104,22 +121,22 @@ impl Worker {
 }
 
 /// `text` read on the GPU, through the reader of the open model (made on the first reading).
-/// Under auto a software adapter is refused: the CPU path is faster there.
+/// Under auto a software adapter (or none) is refused: the CPU path is faster there.
 async fn gpu_read(
-    reader: &mut Option<Result<GpuReader, String>>,
+    gpu: &mut Option<Result<GpuReader, String>>,
     backend: BackendChoice,
     p: &Pretrained,
     text: &str,
 ) -> Result<Read, GpuError> {
-    if reader.is_none() {
+    if gpu.is_none() {
         let ctx = GpuContext::new().await?;
         if backend == BackendChoice::Auto && ctx.is_software() {
             let why = format!("only a software one ({}), slower than the CPU", ctx.adapter_name());
             return Err(GpuError::NoAdapter(why));
         }
-        *reader = Some(Ok(GpuReader::new(ctx, &p.model)?));
+        *gpu = Some(Ok(GpuReader::new(ctx, &p.model)?));
     }
-    let Some(Ok(r)) = reader.as_ref() else {
+    let Some(Ok(r)) = gpu.as_ref() else {
         return Err(GpuError::NoAdapter("the GPU refused this model before".into()));
     };
     r.read_text(p, text, MODEL_BUDGET).await

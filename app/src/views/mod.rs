@@ -2,7 +2,7 @@
 //!
 //! A panel is a [`panel::Panel`] (its heading, "What is this?" and verdicts in words); the panel
 //! families have a folder or file each: `sphere`, `charts`, `heatmap`, `writing`, `model`,
-//! `settings`, `tour`. `canvas` gives every drawing its 2-D context (CPU-backed on a software GPU),
+//! `settings`, `tour`; `run_bar` the run's controls and numbers. `canvas` gives every drawing its 2-D context (CPU-backed on a software GPU),
 //! `canvas_text` the one text size they follow, `token_style` the tokens' glyphs and colours.
 
 pub mod canvas;
@@ -12,6 +12,7 @@ pub mod heatmap;
 pub mod lead;
 pub mod model;
 pub mod panel;
+pub mod run_bar;
 pub mod settings;
 pub mod sphere;
 pub mod token_style;

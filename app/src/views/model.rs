@@ -167,7 +167,7 @@ pub fn ModelPanel(lab: Lab) -> impl IntoView {
                     "Fetch"
                 </button>
                 <label for="model-files">" or your files "</label>
-                <input id="model-files" type="file" multiple accept=".json,.safetensors,.bin" on:change=on_files />
+                <input id="model-files" type="file" multiple accept=".json,.safetensors,.txt,.bin" on:change=on_files />
             </div>
             <Show when=move || m.progress.with(Option::is_some)>
                 <div class="row" id="model-download">

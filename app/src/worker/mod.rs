@@ -10,32 +10,26 @@
 //! decide when the page hears about the numbers; the numbers follow the session's step schedule.
 //!
 //! Here the worker's state and its commands; `running` the loop that steps and posts, `saving` the
-//! run in IndexedDB and as files, `reading` a real model opened beside the run.
+//! run in IndexedDB and as files; `mailbox` what every worker of the page shares (the queue of
+//! commands, events back, crashes told). A real model opens in a worker of its own (`reader`).
 
+pub mod mailbox;
 pub mod model_io;
 pub mod persist;
-mod reading;
 mod running;
 mod saving;
 pub mod shard_pool;
-
-use std::cell::RefCell;
-use std::collections::VecDeque;
-use std::rc::Rc;
 
 use engine::memory::DEFAULT_BUDGET;
 use engine::session::bench::BenchSpec;
 use engine::session::{BackendChoice, Experiment, Session};
 use engine::train::remote::{ShardPool, ShardTask, ShardWorker};
-use js_sys::{Function, Promise};
 use wasm_bindgen::prelude::*;
-use wasm_bindgen::JsCast;
-use wasm_bindgen_futures::JsFuture;
-use web_sys::{DedicatedWorkerGlobalScope, MessageEvent};
 
 use crate::js::{now_ms, yield_now};
 use crate::protocol::{self, Command, Event, Phase};
 use crate::settings::Settings;
+use mailbox::{Mailbox, Message};
 use shard_pool::SecondWorker;
 
 const CHUNK_MS: f64 = 8.0;
@@ -43,77 +37,14 @@ const PROGRESS_EVERY_MS: f64 = 50.0;
 const PANELS_EVERY_MS: f64 = 250.0;
 const SAVE_EVERY_MS: f64 = 3000.0;
 
-/// A command, its bulk arrays and the page's run epoch.
-type Message = (Command, Vec<JsValue>, u64);
-
-#[derive(Default)]
-struct Inbox {
-    queue: VecDeque<Message>,
-    wake: Option<Function>,
-}
-
 /// Starts the worker: listens for commands and says it is ready.
 pub fn start() {
-    let scope: DedicatedWorkerGlobalScope = js_sys::global().unchecked_into();
-    // A trap (a panic, a failed allocation) leaves the wasm unusable: these plain JS listeners,
-    // which never call into it, tell the page.
-    for (event, what) in [("error", "e.message"), ("unhandledrejection", "e.reason && (e.reason.message || e.reason)")]
-    {
-        let body = format!("postMessage({{crashed: String({what})}})");
-        let listener = Function::new_with_args("e", &body);
-        let _ = scope.add_event_listener_with_callback(event, &listener);
-    }
-    std::panic::set_hook(Box::new(|info| {
-        console_error_panic_hook::hook(info);
-        let scope: DedicatedWorkerGlobalScope = js_sys::global().unchecked_into();
-        let msg = js_sys::Object::new();
-        let _ = js_sys::Reflect::set(&msg, &"crashed".into(), &format!("the engine panicked: {info}").into());
-        let _ = scope.post_message(&msg);
-    }));
-    let inbox = Rc::new(RefCell::new(Inbox::default()));
-    let post_scope = scope.clone();
-    let rx = inbox.clone();
-    let on_message = Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {
-        let epoch = protocol::epoch_of(&ev.data());
-        match protocol::decode::<Command>(&ev.data()) {
-            Ok((cmd, bulk)) => {
-                let m = (cmd, bulk, epoch);
-                let wake = {
-                    let mut inbox = rx.borrow_mut();
-                    inbox.queue.push_back(m);
-                    inbox.wake.take()
-                };
-                if let Some(w) = wake {
-                    let _ = w.call0(&JsValue::NULL);
-                }
-            }
-            Err(e) => {
-                let text = format!("the worker got a message it does not know: {e}");
-                post(&post_scope, &Event::Error { text }, vec![], epoch)
-            }
-        }
-    });
-    scope.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
-    // The worker lives as long as its listener.
-    on_message.forget();
-    let worker = Worker::new(scope, inbox);
-    wasm_bindgen_futures::spawn_local(worker.run());
-}
-
-fn post(scope: &DedicatedWorkerGlobalScope, event: &Event, bulk: Vec<JsValue>, epoch: u64) {
-    match protocol::encode_at(event, bulk, epoch) {
-        Ok((msg, transfer)) => {
-            if let Err(e) = scope.post_message_with_transfer(&msg, &transfer) {
-                web_sys::console::error_1(&e);
-            }
-        }
-        Err(e) => web_sys::console::error_1(&e.into()),
-    }
+    let mailbox = Mailbox::open();
+    wasm_bindgen_futures::spawn_local(Worker::new(mailbox).run());
 }
 
 struct Worker {
-    scope: DedicatedWorkerGlobalScope,
-    inbox: Rc<RefCell<Inbox>>,
+    mailbox: Mailbox,
     /// The page's epoch of the command that made the current run (tags every event).
     epoch: u64,
     session: Option<Session>,
@@ -148,17 +79,12 @@ struct Worker {
     /// The step of the last written sample posted; a new one is due to the page.
     written_sent: Option<usize>,
     written_due: bool,
-    /// A real model opened beside the run (the page's "Open a model").
-    pretrained: Option<engine::pretrained::Pretrained>,
-    /// Its weights on the GPU once a reading has run there, or why the GPU could not read it.
-    reader: Option<Result<engine::gpu::reader::GpuReader, String>>,
 }
 
 impl Worker {
-    fn new(scope: DedicatedWorkerGlobalScope, inbox: Rc<RefCell<Inbox>>) -> Self {
+    fn new(mailbox: Mailbox) -> Self {
         Worker {
-            scope,
-            inbox,
+            mailbox,
             epoch: 0,
             session: None,
             settings: None,
@@ -183,8 +109,6 @@ impl Worker {
             shard_worker: None,
             written_sent: None,
             written_due: false,
-            pretrained: None,
-            reader: None,
         }
     }
 
@@ -193,7 +117,7 @@ impl Worker {
     }
 
     fn post_with(&self, event: &Event, bulk: Vec<JsValue>) {
-        post(&self.scope, event, bulk, self.epoch);
+        self.mailbox.post(event, bulk, self.epoch);
     }
 
     fn error(&mut self, text: String) {
@@ -207,33 +131,17 @@ impl Worker {
         self.pace_origin = (self.session.as_ref().map_or(0, Session::step_count), now_ms());
     }
 
-    fn try_next(&self) -> Option<Message> {
-        self.inbox.borrow_mut().queue.pop_front()
-    }
-
-    /// Waits for the next command.
-    async fn next(&self) -> Message {
-        loop {
-            if let Some(m) = self.try_next() {
-                return m;
-            }
-            let inbox = self.inbox.clone();
-            let promise = Promise::new(&mut |resolve, _| inbox.borrow_mut().wake = Some(resolve));
-            let _ = JsFuture::from(promise).await;
-        }
-    }
-
     async fn run(mut self) {
         self.post(Event::Ready { engine: engine::VERSION.into() });
         loop {
-            while let Some(m) = self.try_next() {
+            while let Some(m) = self.mailbox.try_next() {
                 self.handle(m).await;
             }
             if self.phase == Phase::Running {
                 self.chunk().await;
                 yield_now().await;
             } else {
-                let m = self.next().await;
+                let m = self.mailbox.next().await;
                 self.handle(m).await;
             }
         }
@@ -288,8 +196,6 @@ impl Worker {
             }
             Command::SetBackend { choice } => {
                 self.backend = choice;
-                // A reading refused on the GPU is tried there again.
-                self.reader = self.reader.take().filter(|r| r.is_ok());
                 if let Some(s) = self.session.as_mut() {
                     if let Err(e) = s.set_backend(choice).await {
                         self.post(Event::Notice { text: format!("the run stays where it is: {e}") });
@@ -344,9 +250,9 @@ impl Worker {
             Command::ProbeAdapter => self.probe_adapter().await,
             Command::Bench { spec } => self.bench(spec).await,
             Command::Shard { model, batch, from, to } => self.shard(*model, batch, from..to, &bulk),
-            Command::OpenModel { name } => self.open_model(name, &bulk),
-            Command::Read { text, id } => self.read(&text, id).await,
-            Command::SampleModel { spec, id } => self.sample_model(&spec, id),
+            Command::OpenModel { .. } | Command::Read { .. } | Command::SampleModel { .. } => {
+                self.error("a real model opens in the model worker, not the training worker".into())
+            }
         }
     }
 

@@ -3,7 +3,7 @@
 
 use engine::session::Progress;
 
-use super::{post, Worker, CHUNK_MS, PANELS_EVERY_MS, PROGRESS_EVERY_MS};
+use super::{Worker, CHUNK_MS, PANELS_EVERY_MS, PROGRESS_EVERY_MS};
 use crate::js::{now_ms, sleep};
 use crate::protocol::{self, Event, Phase};
 use crate::settings;
@@ -136,13 +136,13 @@ impl Worker {
             seconds: self.timed.0 / 1000.0,
         };
         self.sent = (m.train.len(), m.val.len(), m.diagnostics.len());
-        post(&self.scope, &event, vec![], self.epoch);
+        self.mailbox.post(&event, vec![], self.epoch);
         if self.written_due {
             let after = self.written_sent;
             let written: Vec<_> = s.written().iter().filter(|w| after.is_none_or(|a| w.step > a)).cloned().collect();
             self.written_sent = written.last().map(|w| w.step).or(after);
             self.written_due = false;
-            post(&self.scope, &Event::Written { written }, vec![], self.epoch);
+            self.mailbox.post(&Event::Written { written }, vec![], self.epoch);
         }
         let now = now_ms();
         self.last_progress = now;
@@ -154,7 +154,7 @@ impl Worker {
                     let bulk = vec![protocol::floats(&panels.sphere), protocol::floats(&panels.attention)];
                     panels.sphere = Vec::new();
                     panels.attention = Vec::new();
-                    post(&self.scope, &Event::Panels { panels: Box::new(panels) }, bulk, self.epoch);
+                    self.mailbox.post(&Event::Panels { panels: Box::new(panels) }, bulk, self.epoch);
                 }
                 Err(e) => self.post(Event::Error { text: format!("could not draw the panels: {e}") }),
             }

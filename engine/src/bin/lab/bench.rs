@@ -249,10 +249,10 @@ pub fn model(as_json: bool, iters: usize, path: &std::path::Path, backend: Backe
     let phrase = "The Brownian motion in the transformer model: tokens walk on the sphere. ";
     let longest = TORCH_FORWARD_MS.iter().map(|r| r.0).max().unwrap_or(0).min(m.model.cfg.context);
     let mut text = String::new();
-    while m.tokenizer.encode(&text).len() < longest {
+    while m.tokenizer.encode(&text)?.len() < longest {
         text.push_str(phrase);
     }
-    let ids = m.tokenizer.encode(&text);
+    let ids = m.tokenizer.encode(&text)?;
     let mut rows = Vec::new();
     for &(t, torch) in &TORCH_FORWARD_MS {
         let ids = &ids[..t.min(ids.len())];

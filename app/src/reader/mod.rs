@@ -1,0 +1,61 @@
+//! The model worker: a real model opened from its files (`config.json`, `model.safetensors` and
+//! its tokenizer's files), reading the visitor's texts and writing after them. It is a worker of
+//! its own, loaded only when the page opens a model, so the training page's first visit carries
+//! neither a tokenizer library nor a model's code; the engine does the work (`engine::pretrained`),
+//! here it is received, kept and answered (`reading`).
+
+mod reading;
+
+use engine::gpu::reader::GpuReader;
+use engine::pretrained::Pretrained;
+use engine::session::BackendChoice;
+
+use crate::protocol::{Command, Event};
+use crate::worker::mailbox::Mailbox;
+
+/// Starts the model worker: listens for commands and says it is ready.
+pub fn start() {
+    let mailbox = Mailbox::open();
+    wasm_bindgen_futures::spawn_local(Reader::new(mailbox).run());
+}
+
+struct Reader {
+    mailbox: Mailbox,
+    backend: BackendChoice,
+    /// The model open now.
+    pretrained: Option<Pretrained>,
+    /// Its weights on the GPU once a reading has run there, or why the GPU could not read it.
+    gpu: Option<Result<GpuReader, String>>,
+}
+
+impl Reader {
+    fn new(mailbox: Mailbox) -> Self {
+        Reader { mailbox, backend: BackendChoice::Auto, pretrained: None, gpu: None }
+    }
+
+    fn post(&self, event: Event) {
+        self.mailbox.post(&event, vec![], 0);
+    }
+
+    async fn run(mut self) {
+        self.post(Event::Ready { engine: engine::VERSION.into() });
+        loop {
+            let (cmd, bulk, _) = self.mailbox.next().await;
+            match cmd {
+                Command::OpenModel { name, files } => self.open_model(name, &files, &bulk),
+                Command::Read { text, id } => self.read(&text, id).await,
+                Command::SampleModel { spec, id } => self.sample_model(&spec, id),
+                Command::SetBackend { choice } => {
+                    self.backend = choice;
+                    // A reading refused on the GPU is tried there again.
+                    self.gpu = self.gpu.take().filter(|r| r.is_ok());
+                }
+                // What a bug or a failed allocation does to the wasm: the page must notice.
+                Command::Trap => core::arch::wasm32::unreachable(),
+                _ => {
+                    self.post(Event::Error { text: "the model worker opens, reads and writes a model; no more".into() })
+                }
+            }
+        }
+    }
+}

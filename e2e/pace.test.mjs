@@ -1,0 +1,115 @@
+// Pace: the default run watched at its pace and the speed control; never frozen, even with every
+// GPU drawing in software.
+// Shared helpers and how to run: helpers.mjs.
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { CHROMIUM_FLAGS, launch, stepOf, textOf, valueOf, open, waitPhase, stepTo } from './helpers.mjs';
+
+test('pace: a class watches the default run for about 30 s, slower where things change fastest, and the speed control changes steps per second', { timeout: 240_000 }, async (t) => {
+  const { page, problems } = await launch(t);
+  // The Brownian preset's first 30 steps, where E[cos θ] falls from 1 to 0.4, last several seconds.
+  await open(page, '#preset=brownian');
+  assert.match(await textOf(page, '#estimate'), /at 12 steps\/s, a third of it for the first 30: about 30 s$/);
+  await page.click('#start');
+  await stepTo(page, 1, 30_000);
+  const t1 = Date.now();
+  await stepTo(page, 30, 30_000);
+  const early = (Date.now() - t1) / 1000;
+  t.diagnostic(`Brownian preset: steps 1 to 30 took ${early.toFixed(1)} s on screen`);
+  assert.ok(early >= 5, `steps 1 to 30 took ${early} s`);
+  // Play replays at the same pace: from step 0, step 30 comes after 7.5 s (30 steps at 4 steps/s).
+  await stepTo(page, 45, 30_000);
+  await page.click('#start');
+  await waitPhase(page, ['paused']);
+  await page.evaluate(() => {
+    const e = document.getElementById('time');
+    e.value = '0';
+    e.dispatchEvent(new Event('input', { bubbles: true }));
+  });
+  const p0 = Date.now();
+  await page.click('#sphere-play');
+  await page.waitForFunction(() => Number(document.getElementById('sphere').dataset.shownStep) >= 30, null, { timeout: 30_000, polling: 50 });
+  const replay = (Date.now() - p0) / 1000;
+  t.diagnostic(`replay of steps 0 to 30 at the pace: ${replay.toFixed(1)} s (7.5 s expected)`);
+  assert.ok(replay >= 6 && replay <= 11, `the replay follows the pace and its slow start (${replay} s)`);
+  await page.click('#sphere-play');
+  await open(page, '');
+  assert.equal(await valueOf(page, '#pace'), '16', 'the default experiment runs at a pace a class can follow');
+  assert.match(await textOf(page, '#estimate'), /^400 steps \(validation every 20\) at 16 steps\/s, a third of it for the first 40: about 30 s$/);
+  const rate = async (pace) => {
+    await page.selectOption('#pace', String(pace));
+    await page.waitForTimeout(500);
+    const s0 = await stepOf(page);
+    await page.waitForTimeout(3000);
+    return ((await stepOf(page)) - s0) / 3;
+  };
+  // Past the slow start, the pace is the pace.
+  await page.selectOption('#pace', '60');
+  await page.click('#start');
+  await stepTo(page, 45, 30_000);
+  const slow = await rate(5);
+  const fast = await rate(30);
+  t.diagnostic(`pace 5 steps/s: measured ${slow.toFixed(1)}; pace 30 steps/s: measured ${fast.toFixed(1)}`);
+  assert.ok(slow >= 3 && slow <= 6.5, `about 5 steps/s (${slow})`);
+  assert.ok(fast >= 18 && fast <= 33, `about 30 steps/s (${fast})`);
+  await page.click('#start');
+  await waitPhase(page, ['paused']);
+  assert.equal(await page.$('#pending'), null, 'a new pace is no new run: nothing pending');
+  // "As fast as possible" takes about what the line said beforehand (within 30%), overheads and all.
+  for (const size of [{}, { d_model: 64, context: 64, batch: 16, steps: 100 }]) {
+    await open(page, '#s=' + encodeURIComponent(JSON.stringify({ ...size, steps_per_second: 0 })));
+    const said = await textOf(page, '#estimate');
+    const expected = Number(said.match(/as fast as possible: about (\d+) s/)[1]);
+    const t0 = Date.now();
+    await page.click('#start');
+    await page.waitForFunction(() => /Measured [\d.]+ steps\/s: about \d+ s left/.test(document.getElementById('estimate').textContent), null, { timeout: 30_000, polling: 100 });
+    await waitPhase(page, ['done'], 120_000);
+    const took = (Date.now() - t0) / 1000;
+    t.diagnostic(`${JSON.stringify(size)}: "${said}"; took ${took.toFixed(1)} s`);
+    assert.ok(Math.abs(took - expected) <= 0.3 * expected + 0.5, `the estimate ${expected} s against ${took.toFixed(1)} s measured`);
+  }
+  // A size that will be slow says so before it starts.
+  await open(page, '#s=' + encodeURIComponent(JSON.stringify({ d_model: 256, layers: 4, heads: 4, context: 256, steps: 200 })));
+  assert.match(await textOf(page, '#estimate'), /Slow size: about [\d.]+ s a step in the browser/);
+  assert.deepEqual(problems, [], 'no console errors or exceptions');
+});
+
+test('never frozen: with WebGL and canvases on a software GPU, Pause takes effect at once and frames keep coming', { timeout: 300_000 }, async (t) => {
+  // --use-angle=swiftshader: every GPU drawing in software, as on a laptop whose GPU is blocklisted.
+  // Drawn through it, the canvases left the page without a frame for 30 s at d128 L4 T128.
+  const { page, problems } = await launch(t, { args: [...CHROMIUM_FLAGS, '--use-angle=swiftshader'], viewport: { width: 1280, height: 800 } });
+  const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+  const wide = { preset: 'custom', data: 'grammar', text: '', d_model: 128, layers: 4, heads: 4, context: 128, activation: 'gelu', causal: true, optimizer: 'adam', lr: 0.003, steps: 400, batch: 8, seed: 0, steps_per_second: 16 };
+  const notes = [];
+  for (const [name, hash, from] of [['default', '', 40], ['d128 L4 T128', '#s=' + encodeURIComponent(JSON.stringify(wide)), 8]]) {
+    await open(page, hash);
+    assert.match(await page.getAttribute('#sphere', 'data-renderer'), /^canvas 2d \(WebGL is drawn in software here/);
+    assert.equal(await page.isVisible('#webgl-anyway'), true, 'the sphere panel offers WebGL anyway');
+    await page.click('#start');
+    await stepTo(page, from, 120_000);
+    const fps = await page.evaluate(() => new Promise((done) => {
+      let n = 0; const t0 = performance.now();
+      const f = () => { n++; if (performance.now() - t0 < 2000) requestAnimationFrame(f); else done(n / 2); };
+      requestAnimationFrame(f);
+    }));
+    const waits = [];
+    for (let i = 0; i < 3; i++) {
+      const t0 = Date.now();
+      await page.click('#start');
+      await page.waitForFunction(() => document.getElementById('status')?.dataset.phase === 'paused', null, { timeout: 30_000, polling: 10 });
+      waits.push(Date.now() - t0);
+      await page.click('#start');
+      await page.waitForTimeout(1500);
+    }
+    // Pause takes effect after the step in flight.
+    const stepMs = parseFloat(await textOf(page, '#speed')) || 0;
+    notes.push(`${name}: ${fps} frames/s while training, Pause in ${waits.join(', ')} ms (a step ${stepMs} ms)`);
+    assert.ok(median(waits) <= 300 + stepMs, `${name}: Pause took ${waits} ms`);
+    assert.ok(fps >= 10, `${name}: ${fps} frames per second`);
+    await page.click('#start');
+    await waitPhase(page, ['paused']);
+  }
+  t.diagnostic(notes.join('; '));
+  assert.deepEqual(problems.filter((p) => !/WebGL|GPU stall/i.test(p)), [], 'no console errors or exceptions');
+});

@@ -1,0 +1,137 @@
+// A real model (GPT-2, the random-weight fixture under the hub's layout): read on every layer as
+// lab inspect and lab sample read it; cancelled downloads, refused caches and bad files.
+// Shared helpers and how to run: helpers.mjs.
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { ARTIFACTS, LAB_BIN, launch, textOf, FIXTURE_ID, FIXTURE_DIR, openModel } from './helpers.mjs';
+
+const MODEL_TEXT = 'The Brownian motion in the transformer model: tokens walk on the sphere.';
+
+test('a real model: GPT-2 fetched under the hub\'s layout reads a text on every layer, as lab inspect and lab sample do', { timeout: 240_000 }, async (t) => {
+  const { page, problems } = await launch(t, { viewport: { width: 1280, height: 800 } });
+  const requests = [];
+  page.on('request', (r) => requests.push(r.url()));
+  await openModel(page);
+  await page.waitForSelector('#model-tokens', { timeout: 120_000 });
+  assert.match(await textOf(page, '#model-opened'), /12 layers, 4 heads, width 64/);
+
+  // The pieces, the heatmap's labels and the sphere's depth slider against the native CLI.
+  const cli = JSON.parse(execFileSync(LAB_BIN, ['inspect', '--model', FIXTURE_DIR, '--text', MODEL_TEXT, '--json'], { encoding: 'utf8' }));
+  const pieces = await page.$$eval('#model-tokens .piece', (els) => els.map((e) => e.textContent));
+  const visible = cli.pieces.map((p) => p.replaceAll(' ', '\u2423'));
+  assert.deepEqual(pieces, visible);
+  assert.deepEqual((await page.getAttribute('#attention', 'data-labels')).split('\x1f'), visible);
+  assert.equal(await page.getAttribute('#depth', 'max'), String(cli.n_layer));
+  assert.equal(cli.n_layer, 12);
+  assert.equal(await page.$$eval('#model-layers tbody tr', (r) => r.length), 13);
+  // The same reading through the JS API, in the browser's worker (wasm), against the native numbers.
+  const sameAsNative = (web, on) => {
+    assert.deepEqual(web.tokens, cli.tokens);
+    const close = (a, b, what) => assert.ok(Math.abs(a - b) <= 1e-4 * Math.max(Math.abs(b), 1), `${on}, ${what}: ${a} in the page, ${b} natively`);
+    cli.layers.forEach((l, i) => {
+      close(web.layers[i].residual_norm, l.residual_norm, `|x| entering layer ${i}`);
+      close(web.layers[i].radius.mean, l.radius.mean, `radius at layer ${i}`);
+      close(web.layers[i].gain.mean_rel_offset, l.gain.mean_rel_offset, `gain's offset at layer ${i}`);
+      l.heads.forEach((h, j) => {
+        close(web.layers[i].heads[j].entropy, h.entropy, `entropy of layer ${i} head ${j}`);
+        close(web.layers[i].heads[j].kernel_tv_mean, h.kernel_tv_mean, `kernel TV of layer ${i} head ${j}`);
+      });
+    });
+    cli.next.forEach((row, i) => row.forEach(([, p], k) => close(web.next[i][k][1], p, `candidate ${k} after token ${i}`)));
+  };
+  const web = await page.evaluate((text) => spherewalk.inspect(text), MODEL_TEXT);
+  sameAsNative(web, 'CPU');
+  // Auto on a software adapter (SwiftShader) reads on the CPU, and says so.
+  assert.match(web.on, /^CPU \(.*software/);
+  assert.match(await textOf(page, '#model-on'), /^This reading ran on CPU/);
+  // WebGPU picked: the GPU's forward (the trainer's WGSL kernels) reads it, to the same numbers.
+  await page.selectOption('#backend-choice', 'webgpu');
+  const gpu = await page.evaluate((text) => spherewalk.inspect(text), MODEL_TEXT);
+  assert.match(gpu.on, /^WebGPU/);
+  sameAsNative(gpu, 'WebGPU');
+  assert.match(await textOf(page, '#model-on'), /^This reading ran on WebGPU/);
+  await page.selectOption('#backend-choice', 'auto');
+  // The model's first guess after the text, as the CLI computed it.
+  const [word, p] = cli.next[cli.next.length - 1][0];
+  assert.ok((await textOf(page, '#model-next')).includes(`"${word.replaceAll(' ', '\u2423')}" ${Math.round(100 * p)}%`));
+  // Any piece picked shows what the model expects after it: the third, as the CLI computed it.
+  await page.click('#model-tokens .piece >> nth=2');
+  assert.equal(await page.getAttribute('#model-tokens .piece >> nth=2', 'aria-pressed'), 'true');
+  const [third, p3] = cli.next[2][0];
+  assert.ok((await textOf(page, '#model-next')).includes(`"${third.replaceAll(' ', '\u2423')}" ${Math.round(100 * p3)}%`));
+  for (const id of ['#model-kernel', '#model-brownian', '#model-flow', '#verdict-markov']) {
+    assert.equal(await page.getAttribute(id, 'data-settled'), 'true', id);
+  }
+
+  // What it writes equals lab sample --model with the same settings (greedy, 20 tokens).
+  await page.click('#model-write');
+  await page.waitForSelector('#model-written strong', { timeout: 60_000 });
+  const sample = JSON.parse(execFileSync(LAB_BIN, ['sample', '--model', FIXTURE_DIR, '--prompt', MODEL_TEXT, '--tokens', '20', '--temperature', '0', '--json'], { encoding: 'utf8' }));
+  assert.equal(await textOf(page, '#model-written strong'), sample.text.trim());
+  await page.screenshot({ path: join(ARTIFACTS, 'page-gpt2.png') });
+
+  // Opened again after a reload: from the browser's cache, with no request for the weights.
+  const weights = () => requests.filter((u) => u.endsWith('/model.safetensors')).length;
+  const before = weights();
+  assert.equal(before, 1);
+  await openModel(page);
+  await page.waitForSelector('#model-tokens', { timeout: 120_000 });
+  assert.equal(weights(), before, 'the second opening read the cache');
+
+  // Back to training: the run's panels return, the model's controls go.
+  await page.click('#mode-train');
+  assert.equal(await page.isVisible('#panel-model'), false);
+  assert.equal(await page.isVisible('#start'), true);
+  assert.deepEqual(problems, []);
+});
+
+test('a real model: a cancelled download and a refused cache lose nothing, and bad files are named', { timeout: 240_000 }, async (t) => {
+  const { page, problems } = await launch(t);
+  // The weights come slowly, so Cancel is pressed while they are on their way.
+  await page.route('**/model.safetensors', async (route) => {
+    await new Promise((r) => setTimeout(r, 3000));
+    await route.continue().catch(() => {});
+  });
+  await openModel(page);
+  await page.waitForSelector('#model-cancel');
+  await page.click('#model-cancel');
+  await page.waitForSelector('#model-error');
+  assert.match(await textOf(page, '#model-error'), /cancelled: nothing was opened/);
+  assert.equal(await page.isVisible('#model-opened'), false);
+
+  // Storage refuses the files: the model opens anyway, and the page says it will fetch them again.
+  await page.unroute('**/model.safetensors');
+  await page.addInitScript(() => {
+    // (about:blank, on the way, is not a secure context: it has no Cache.)
+    if (typeof Cache !== 'undefined') {
+      Cache.prototype.put = () => Promise.reject(new DOMException('the quota is used up', 'QuotaExceededError'));
+    }
+  });
+  await openModel(page);
+  await page.waitForSelector('#model-tokens', { timeout: 120_000 });
+  assert.match(await textOf(page, '#model-message'), /would not keep .*QuotaExceededError|would not keep .*quota/);
+
+  // Files picked from disk: a pickle, and a truncated safetensors, each refused by name.
+  const config = { name: 'config.json', mimeType: 'application/json', buffer: readFileSync(join(FIXTURE_DIR, 'config.json')) };
+  await page.setInputFiles('#model-files', [config, { name: 'pytorch_model.bin', mimeType: 'application/octet-stream', buffer: Buffer.from('PK\x03\x04') }]);
+  assert.match(await textOf(page, '#model-error'), /PyTorch pickle/);
+  const whole = readFileSync(join(FIXTURE_DIR, 'model.safetensors'));
+  const tokenizer = join(FIXTURE_DIR, 'tokenizer.json');
+  // Without its tokenizer a model cannot read: the page says which file to add.
+  await page.setInputFiles('#model-files', [join(FIXTURE_DIR, 'config.json'), join(FIXTURE_DIR, 'model.safetensors')]);
+  await page.waitForFunction(() => /tokenizer is missing: open its tokenizer\.json/.test(document.getElementById('model-error')?.textContent ?? ''), null, { timeout: 60_000 });
+  await page.setInputFiles('#model-files', [config, { name: 'tokenizer.json', mimeType: 'application/json', buffer: readFileSync(tokenizer) }, { name: 'model.safetensors', mimeType: 'application/octet-stream', buffer: whole.subarray(0, whole.length - 1000) }]);
+  await page.waitForFunction(() => /truncated/.test(document.getElementById('model-error')?.textContent ?? ''), null, { timeout: 60_000 });
+  // The model opened before is still open (both fit), and still reads.
+  assert.match(await textOf(page, '#model-opened'), new RegExp(`^${FIXTURE_ID}: 12 layers`));
+  assert.equal(await page.$$eval('#model-tokens .piece', (els) => els.length) > 0, true);
+  await page.setInputFiles('#model-files', [join(FIXTURE_DIR, 'config.json'), tokenizer, join(FIXTURE_DIR, 'model.safetensors')]);
+  await page.waitForFunction(() => /^model\.safetensors: 12 layers/.test(document.getElementById('model-opened')?.textContent ?? ''), null, { timeout: 120_000 });
+  await page.waitForSelector('#model-busy', { state: 'detached', timeout: 60_000 });
+  assert.equal(await page.isVisible('#model-error'), false);
+  assert.deepEqual(problems.filter((p) => !p.includes('model.safetensors')), []);
+});

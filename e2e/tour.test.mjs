@@ -1,0 +1,125 @@
+// The guided tour: every step sets up its experiment, points at its panel and shows a measured
+// verdict, provisional until it is final.
+// Shared helpers and how to run: helpers.mjs.
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { ARTIFACTS, launch, phase, textOf, open } from './helpers.mjs';
+
+test('the guided tour: every step sets up its experiment, points at its panel and shows a measured verdict, provisional until it is final', { timeout: 420_000 }, async (t) => {
+  const { page, problems } = await launch(t);
+  await page.setViewportSize({ width: 1280, height: 800 });
+  const verdictOf = () => textOf(page, '#tour-verdict');
+  const expected = [
+    [/Tokens live on a sphere/, 'panel-sphere', /Measured: On the sphere: every token/],
+    [/Attention is a random walk/, 'panel-attention', /Measured: A Markov chain/],
+    [/Softmax is a Gaussian kernel/, 'panel-attention', /Measured: With queries and keys on one sphere .* total variation of [\d.]+/],
+    [/Random walk or Brownian motion\?/, 'panel-brownian', /Measured: (So far \(step \d+ of \d+\): )?(Brownian|Partly Brownian|Not Brownian).*critical value/],
+    [/Second order against Adam/, 'panel-loss', /Measured: .*after \d+ steps cgfac lr 0\.03 is at loss [\d.]+, adam lr 0\.01 at [\d.]+/],
+    [/JoMA: sparse, then dense/, 'panel-entropy', /Measured: (So far \(step \d+ of \d+\): )?Layer 0: .*entropy [\d.]+ → lowest .*Layer 1: .*entropy/],
+  ];
+  // Where the sphere's panel is on the page (not on the screen: the tour scrolls to its panel).
+  const sphereOnPage = () => page.evaluate(() => {
+    const r = document.getElementById('panel-sphere').getBoundingClientRect();
+    return { x: r.x + scrollX, y: r.y + scrollY, width: r.width, height: r.height };
+  });
+  await open(page, '');
+  const sphereAlone = await sphereOnPage();
+  await open(page, '#tour=1');
+  assert.deepEqual(await sphereOnPage(), sphereAlone, 'the tour box does not push the picture down');
+  // Every 50 ms: a verdict marked settled keeps its answer for the rest of its run, and one that
+  // is not settled is drawn as provisional.
+  await page.evaluate(() => {
+    const v = (window.__verdicts = { seen: {}, violations: [], provisional: 0, settled: 0 });
+    setInterval(() => {
+      for (const e of document.querySelectorAll('.verdict[data-settled], #tour-verdict[data-settled]')) {
+        if (e.dataset.settled === 'true') {
+          v.settled++;
+          const was = v.seen[e.id];
+          if (was !== undefined && was !== e.dataset.agreement) v.violations.push(`${e.id}: settled ${was}, then ${e.dataset.agreement}`);
+          v.seen[e.id] = e.dataset.agreement;
+        } else if (e.dataset.agreement && e.dataset.agreement !== 'not-yet') {
+          v.provisional++;
+          if (!e.classList.contains('provisional')) v.violations.push(`${e.id} is not final and not drawn as provisional`);
+          if (!/So far \(step \d+ of \d+\)|Layer \d: too few/.test(e.textContent)) v.violations.push(`${e.id} is not final and does not say "so far": ${e.textContent.slice(0, 80)}`);
+        }
+      }
+    }, 50);
+  });
+  const settledAt = [];
+  const apart = async (panel) => page.evaluate((id) => {
+    const [a, b] = [document.getElementById('tour').getBoundingClientRect(), document.getElementById(id).getBoundingClientRect()];
+    return { apart: a.right <= b.left || b.right <= a.left || a.bottom <= b.top || b.bottom <= a.top, card: [a.left, a.top, a.width, a.height].map(Math.round), panel: [b.left, b.top, b.width, b.height].map(Math.round) };
+  }, panel);
+  for (const [i, [title, panel, verdict]] of expected.entries()) {
+    // Each step shows its own claim in the tour's box; steps 4, 5 and 6 open a new run, whose
+    // verdicts start afresh.
+    await page.evaluate((fresh) => {
+      if (fresh) window.__verdicts.seen = {};
+      delete window.__verdicts.seen['tour-verdict'];
+    }, i >= 3);
+    assert.match(await textOf(page, '#tour-title'), new RegExp(`step ${i + 1} of 6: ${title.source}`));
+    assert.ok(await page.evaluate((p) => document.getElementById(p).classList.contains('tour-focus'), panel), `step ${i + 1} points at #${panel}`);
+    await page.waitForTimeout(200);
+    const placed = await apart(panel);
+    assert.ok(placed.apart, `step ${i + 1} at 1280x800: the card ${placed.card} does not cover #${panel} ${placed.panel}`);
+    if ((await phase(page)) !== 'training' && (await phase(page)) !== 'done') {
+      await page.selectOption('#pace', '0');
+      // The card's own Start: no scrolling back to the top for it.
+      assert.match(await textOf(page, '#tour-run'), /Start|Resume/);
+      await page.click('#tour-run');
+    }
+    await page.waitForFunction((v) => new RegExp(v).test(document.getElementById('tour-verdict')?.textContent ?? ''), verdict.source, { timeout: 60_000 });
+    // The run goes on to its end; then the step's verdict is final.
+    await page.waitForFunction(() => document.getElementById('tour-verdict')?.dataset.settled === 'true', null, { timeout: 120_000, polling: 100 });
+    settledAt.push(await page.getAttribute('#tour-verdict', 'data-agreement'));
+    t.diagnostic(`tour step ${i + 1}: ${await verdictOf()}`);
+    assert.doesNotMatch(await verdictOf(), /So far/, 'a final verdict does not say "so far"');
+    if (i === 4) {
+      // Step 5 builds on what step 4 measured, in its words.
+      const opener = await textOf(page, '#tour-text');
+      t.diagnostic(`step 5 opens: ${opener}`);
+      const expectedOpener = { agrees: /^Step 4 measured a diffusion/, partly: /^Step 4 measured only part of a diffusion/, disagrees: /^Step 4 did not measure a diffusion/ }[settledAt[3]];
+      assert.match(opener, expectedOpener, `step 4 ended "${settledAt[3]}"`);
+    }
+    if (i + 1 < expected.length) {
+      await page.click('#tour-next');
+      await page.waitForFunction((n) => location.hash.includes(`tour=${n}`), i + 2, { timeout: 10_000 });
+    }
+  }
+  // Ended runs grow their panels (the race chart, the verdicts): the card follows its panel (the
+  // page checks every 400 ms) and keeps clear of it.
+  await page.waitForFunction(() => {
+    const [a, b] = [document.getElementById('tour').getBoundingClientRect(), document.getElementById('panel-entropy').getBoundingClientRect()];
+    return a.right <= b.left || b.right <= a.left || a.bottom <= b.top || b.bottom <= a.top;
+  }, null, { timeout: 2_000, polling: 50 }).catch(() => {});
+  const after = await apart('panel-entropy');
+  assert.ok(after.apart, `after the run the card ${after.card} does not cover the JoMA panel ${after.panel}`);
+  const watch = await page.evaluate(() => window.__verdicts);
+  t.diagnostic(`verdicts watched: ${watch.settled} settled and ${watch.provisional} provisional sightings`);
+  assert.deepEqual(watch.violations, [], 'settled verdicts never change; unsettled ones are provisional');
+  assert.ok(watch.provisional > 20 && watch.settled > 20, 'both kinds were seen');
+  await page.screenshot({ path: join(ARTIFACTS, 'page-tour.png') });
+  const tall = (await page.locator('#tour').boundingBox()).height;
+  await page.click('#tour-fold');
+  const folded = (await page.locator('#tour').boundingBox()).height;
+  assert.ok(folded < tall * 0.8, `folding the box shrinks it (${tall} -> ${folded} px)`);
+  assert.match(await verdictOf(), /Measured: Layer 0/, 'and keeps the verdict');
+  // A link opens a step directly and hides what a class does not need.
+  await open(page, '#tour=3&hide=settings,model');
+  assert.match(await textOf(page, '#tour-title'), /step 3 of 6/);
+  assert.equal(await page.isVisible('#panel-settings'), false, 'the settings are hidden');
+  assert.equal(await page.isVisible('#download-model'), false, 'the model files are hidden');
+  await open(page, '#tour=9');
+  assert.match(await textOf(page, '#url-error'), /tour has steps 1 to 6/);
+  // A projector's 1920x1080: every step's card clear of its panel too.
+  await page.setViewportSize({ width: 1920, height: 1080 });
+  for (const [i, [, panel]] of expected.entries()) {
+    await open(page, `#tour=${i + 1}`);
+    await page.waitForTimeout(300);
+    const placed = await apart(panel);
+    assert.ok(placed.apart, `step ${i + 1} at 1920x1080: the card ${placed.card} does not cover #${panel} ${placed.panel}`);
+  }
+  assert.deepEqual(problems, [], 'no console errors or exceptions');
+});
