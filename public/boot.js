@@ -31,6 +31,8 @@
     }
   });
   navigator.serviceWorker.register('./sw.js').then((registration) => {
+    // (A browser that blocks service workers may answer with no registration.)
+    if (!registration) return undefined;
     const waiting = () => {
       if (registration.waiting && navigator.serviceWorker.controller) {
         boot.updateReady = true;
@@ -49,7 +51,8 @@
       });
     });
     return navigator.serviceWorker.ready;
-  }).then(() => {
+  }).then((ready) => {
+    if (!ready) return;
     // Offline once this page itself is served by the worker (it claims the page on activation).
     const offline = () => {
       boot.offline = true;

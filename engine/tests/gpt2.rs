@@ -189,6 +189,113 @@ fn bad_models_are_refused_with_what_is_wrong() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Runs `lab` and gives up after `secs` (a command that blocks on a pipe must fail the test, not
+/// hang it); returns (success, stdout, stderr), or None when it had to be killed.
+fn lab_within(args: &[&str], secs: u64) -> Option<(bool, String, String)> {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_lab"))
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed().as_secs() >= secs {
+            let _ = child.kill();
+            return None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().unwrap();
+    Some((
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into(),
+        String::from_utf8_lossy(&out.stderr).into(),
+    ))
+}
+
+/// What an adversarial folder or path holds is refused before it costs anything: non-finite
+/// weights by tensor, devices and pipes without reading them, files longer than their header
+/// says, a folder with only a pickle; a dump path that cannot be written or is the model itself is
+/// refused before the inspection; writing past the context is refused; a byte-order mark is fine.
+#[test]
+fn hostile_files_and_paths_are_refused_before_they_cost_anything() {
+    let dir = scratch("hostile");
+    fixture(&dir, &[]);
+    let variant = |name: &str, edit: &dyn Fn(&Path)| {
+        let to = dir.join(name);
+        std::fs::create_dir_all(&to).unwrap();
+        for f in ["config.json", "model.safetensors"] {
+            std::fs::copy(dir.join(f), to.join(f)).unwrap();
+        }
+        edit(&to);
+        to.to_str().unwrap().to_string()
+    };
+    let set_last = |p: &Path, x: f32| {
+        let f = p.join("model.safetensors");
+        let mut bytes = std::fs::read(&f).unwrap();
+        let n = bytes.len();
+        bytes[n - 4..].copy_from_slice(&x.to_le_bytes());
+        std::fs::write(f, bytes).unwrap();
+    };
+    let nan = variant("nan", &|p| set_last(p, f32::NAN));
+    let inf = variant("inf", &|p| set_last(p, f32::NEG_INFINITY));
+    let zero = variant("zero", &|p| {
+        std::fs::remove_file(p.join("config.json")).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", p.join("config.json")).unwrap();
+    });
+    let fifo = variant("fifo", &|p| {
+        std::fs::remove_file(p.join("model.safetensors")).unwrap();
+        assert!(Command::new("mkfifo").arg(p.join("model.safetensors")).status().unwrap().success());
+    });
+    let longer = variant("longer", &|p| {
+        let mut f = std::fs::OpenOptions::new().append(true).open(p.join("model.safetensors")).unwrap();
+        std::io::Write::write_all(&mut f, &[0u8; 1000]).unwrap();
+    });
+    let pickle_only = variant("pickle-only", &|p| {
+        std::fs::remove_file(p.join("model.safetensors")).unwrap();
+        std::fs::write(p.join("pytorch_model.bin"), b"PK\x03\x04").unwrap();
+    });
+    let html = variant("html", &|p| std::fs::write(p.join("config.json"), "<!DOCTYPE html><p>Sign in").unwrap());
+    let bom = variant("bom", &|p| {
+        let c = std::fs::read(p.join("config.json")).unwrap();
+        std::fs::write(p.join("config.json"), [b"\xEF\xBB\xBF".as_slice(), &c].concat()).unwrap();
+    });
+    let d = dir.to_str().unwrap();
+    let model = format!("{d}/model.safetensors");
+    let nowhere = format!("{d}/no/such/folder/dump.safetensors");
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["inspect", "--model", &nan, "--text", "a"], "tensor ln_f.bias holds NaN at element 63"),
+        (vec!["sample", "--model", &nan, "--tokens", "3"], "holds NaN"),
+        (vec!["inspect", "--model", &inf, "--text", "a"], "holds -inf"),
+        (vec!["inspect", "--model", &zero, "--text", "a"], "is not a regular file"),
+        (vec!["inspect", "--model", &fifo, "--text", "a"], "is not a regular file"),
+        (vec!["inspect", "--model", &longer, "--text", "a"], "1000 more than"),
+        (vec!["inspect", "--model", &pickle_only, "--text", "a"], "pytorch_model.bin is a PyTorch pickle"),
+        (vec!["inspect", "--model", &html, "--text", "a"], "config.json is an HTML page, not JSON"),
+        (vec!["inspect", "--model", d, "--text", "a", "--dump", &model], "which the model is read from"),
+        (vec!["inspect", "--model", d, "--text", "a", "--dump", &nowhere], &nowhere),
+        (vec!["sample", "--model", d, "--prompt", "one two three", "--tokens", "126"], "at most 125 more, not 126"),
+    ];
+    let before = std::fs::read(&model).unwrap();
+    for (args, want) in cases {
+        let Some((ok, out, err)) = lab_within(&args, 60) else { panic!("{args:?} did not finish in 60 s") };
+        assert!(!ok && err.contains(want), "{args:?}: {err}");
+        assert!(out.is_empty(), "{args:?} printed before failing: {out}");
+    }
+    assert_eq!(std::fs::read(&model).unwrap(), before, "the model file is untouched");
+    assert!(!Path::new(&nowhere).exists());
+    let (ok, out, err) = lab(&["inspect", "--model", &bom, "--text", "a", "--json"]);
+    assert!(ok && out.contains("\"tokens\""), "a config.json with a byte-order mark opens: {err}");
+    let (ok, _, err) =
+        lab(&["sample", "--model", d, "--prompt", "one two three", "--tokens", "125", "--temperature", "0"]);
+    assert!(ok, "125 new tokens fit: {err}");
+    // A model of 128 positions is benchmarked within them.
+    let (ok, _, err) = lab(&["bench", "--model", d, "--iters", "1"]);
+    assert!(ok, "lab bench --model on a 128-token model: {err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn the_page_view_holds_every_depth_head_and_piece() {
     use engine::pretrained::{view::view, Pretrained};

@@ -13,7 +13,9 @@
 mod backend;
 pub mod estimate;
 mod events;
+mod client;
 pub mod export;
+pub mod hub;
 mod model_worker;
 pub mod race;
 pub mod real_model;
@@ -23,6 +25,7 @@ pub mod url_state;
 pub mod writing;
 
 pub use backend::{gpu_copy_note, BackendChoice};
+pub(crate) use client::Client;
 
 use std::cell::RefCell;
 
@@ -33,7 +36,6 @@ use leptos::prelude::*;
 use spherewalk::protocol::{self, Command, Event, Phase};
 use spherewalk::settings::Settings;
 use wasm_bindgen::prelude::*;
-use wasm_bindgen::JsCast;
 
 /// Earlier runs kept on the loss chart for comparison.
 const EARLIER_RUNS: usize = 3;
@@ -64,62 +66,6 @@ impl Chain {
 
 /// An earlier run's training curve: (label, (step, loss) points).
 pub type EarlierRun = (String, Vec<(usize, f32)>);
-
-/// A worker and the listeners that keep it talking.
-pub(crate) struct Client {
-    worker: web_sys::Worker,
-    ready: bool,
-    /// Messages sent before the worker's wasm listened (they would be dropped).
-    pending: Vec<(JsValue, js_sys::Array)>,
-    _on_message: Closure<dyn FnMut(web_sys::MessageEvent)>,
-    _on_error: Closure<dyn FnMut(web_sys::ErrorEvent)>,
-}
-
-impl Client {
-    /// Starts the worker at `url`; its messages go to `on_message`, an error that ends it to `on_crash`.
-    pub(crate) fn spawn(
-        url: &str,
-        mut on_message: impl FnMut(JsValue) + 'static,
-        mut on_crash: impl FnMut(String) + 'static,
-    ) -> Result<Client, String> {
-        let worker = web_sys::Worker::new(url).map_err(|e| spherewalk::js::error_text(&e))?;
-        let on_message = Closure::<dyn FnMut(web_sys::MessageEvent)>::new(move |ev: web_sys::MessageEvent| {
-            on_message(ev.data());
-        });
-        let on_error = Closure::<dyn FnMut(web_sys::ErrorEvent)>::new(move |ev: web_sys::ErrorEvent| {
-            ev.prevent_default();
-            on_crash(ev.message());
-        });
-        worker.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
-        worker.set_onerror(Some(on_error.as_ref().unchecked_ref()));
-        Ok(Client { worker, ready: false, pending: Vec::new(), _on_message: on_message, _on_error: on_error })
-    }
-
-    /// Posts the message now, or once the worker has said it listens.
-    pub(crate) fn deliver(&mut self, msg: JsValue, transfer: js_sys::Array) {
-        if self.ready {
-            if let Err(e) = self.worker.post_message_with_transfer(&msg, &transfer) {
-                web_sys::console::error_1(&e);
-            }
-        } else {
-            self.pending.push((msg, transfer));
-        }
-    }
-
-    /// The worker listens: what waited goes now.
-    pub(crate) fn on_ready(&mut self) {
-        self.ready = true;
-        for (msg, transfer) in std::mem::take(&mut self.pending) {
-            let _ = self.worker.post_message_with_transfer(&msg, &transfer);
-        }
-    }
-
-    /// Stops the worker (after a crash, its listener stays until a new one replaces it).
-    pub(crate) fn stop(&mut self) {
-        self.worker.terminate();
-        self.ready = false;
-    }
-}
 
 thread_local! {
     static CLIENT: RefCell<Option<Client>> = const { RefCell::new(None) };
@@ -319,6 +265,7 @@ impl Lab {
             None => "Nothing was saved yet; press \"Restart and resume\" to start the worker again.".into(),
         };
         self.crashed.set(Some(format!("The training worker crashed ({what}). {offer}")));
+        writing::on_crash(&format!("the training worker crashed ({what})"));
         self.phase.set(Phase::Failed);
         self.site.loading.set(None);
         // The client stays (its listener is what runs now) until a new worker replaces it.
@@ -332,7 +279,10 @@ impl Lab {
     /// After a crash: a new worker, and the saved run resumed in it.
     pub fn restart_and_resume(self) {
         self.spawn_worker();
-        self.send(Command::ResumeSaved);
+        // With nothing saved there is nothing to resume: the new worker waits for a run.
+        if self.saved_step.get_untracked().is_some() || self.saved.with_untracked(Option::is_some) {
+            self.send(Command::ResumeSaved);
+        }
     }
 
     fn on_message(self, data: JsValue) {

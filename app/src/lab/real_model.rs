@@ -1,29 +1,28 @@
 //! The page's second mode: a real model (GPT-2, in Hugging Face's files) opened from files the
-//! visitor picks or fetched from the hub by its id, what it read and what it wrote. The worker
-//! holds the model (`worker::reading`); here the page's side: the files on their way (with
-//! progress, a cancel button and the browser's Cache API, so a reload does not fetch 0.5 GB
-//! again), and the answers.
+//! visitor picks or fetched from the hub by its id, what it read and what it wrote. The model
+//! worker holds the model (`spherewalk::reader`); here the page's side: the files on their way
+//! (`hub`: progress, a cancel, the browser's Cache API), a model refused before its weights come
+//! when the tab could not hold it, the last choice winning over a download still running, and
+//! the answers.
 
+use engine::memory::MODEL_BUDGET;
 use engine::pretrained::inspect::DepthFit;
 use engine::pretrained::view::with_depth;
 use engine::pretrained::Inspection;
+use engine::pretrained::{files, Pretrained};
 use engine::sample::{Sample, SampleSpec};
 use engine::session::Panels;
-use js_sys::{Function, Reflect, Uint8Array};
+use js_sys::{Function, Uint8Array};
 use leptos::prelude::*;
-use wasm_bindgen::{JsCast, JsValue};
+use wasm_bindgen::JsValue;
 use wasm_bindgen_futures::JsFuture;
 
+use super::hub::{self, Got};
 use super::{model_worker, Lab};
 use spherewalk::protocol::{self, Command, OpenedModel};
 
 /// Ids of the model's reads and writes: above the writing panel's and scripts' (`writing`).
 pub const MODEL_IDS: u64 = 1 << 52;
-/// Where "Fetch" finds a model id's files; a link's `?hub=` replaces it (the tests serve a
-/// fixture under the same path layout from the page's own server).
-pub const HUB: &str = "https://huggingface.co";
-/// The browser cache the fetched files are kept in.
-const CACHE: &str = "spherewalk-models";
 /// New tokens "Write" asks for.
 pub const WRITE_TOKENS: usize = 20;
 
@@ -55,6 +54,14 @@ pub struct RealModel {
     pub written: RwSignal<Option<Sample>>,
     pub text: RwSignal<String>,
     pub hub_id: RwSignal<String>,
+    /// Where the open model's files came from ("huggingface.co", "your files").
+    pub source: RwSignal<Option<String>>,
+    /// Where the model being opened comes from, until the model worker answers.
+    pending_source: StoredValue<Option<String>>,
+    /// The cached files of the model being opened: dropped if it does not open.
+    fetched: StoredValue<Vec<String>>,
+    /// Counts the openings asked for: an opening that is no longer the last one asked for stops.
+    opening: StoredValue<u64>,
     /// The panels of the mode not shown: the run's while the model's are on screen, and back.
     other_panels: RwSignal<Option<Panels>>,
     next_id: RwSignal<u64>,
@@ -73,6 +80,10 @@ impl RealModel {
             written: RwSignal::new(None),
             text: RwSignal::new("The Brownian motion in the transformer model: tokens walk on the sphere.".into()),
             hub_id: RwSignal::new("openai-community/gpt2".into()),
+            source: RwSignal::new(None),
+            pending_source: StoredValue::new(None),
+            fetched: StoredValue::new(Vec::new()),
+            opening: StoredValue::new(0),
             other_panels: RwSignal::new(None),
             next_id: RwSignal::new(MODEL_IDS),
             abort: StoredValue::new_local(None),
@@ -119,20 +130,46 @@ pub fn on_run_panels(lab: Lab, panels: Panels) {
     }
 }
 
-fn opening(lab: Lab, name: &str) {
-    lab.real.message.set(None);
-    lab.real.busy.set(Some(format!("Opening {name}")));
+/// A new opening: the one before (a download still running) is cancelled, and whatever it
+/// still does is ignored. Returns the opening's number.
+fn opening(lab: Lab, name: &str) -> u64 {
+    let m = lab.real;
+    if let Some(c) = m.abort.get_value() {
+        c.abort();
+    }
+    m.abort.set_value(None);
+    m.fetched.set_value(Vec::new());
+    m.progress.set(None);
+    m.message.set(None);
+    m.busy.set(Some(format!("Opening {name}")));
+    m.opening.update_value(|n| *n += 1);
+    m.opening.get_value()
+}
+
+fn current(lab: Lab, opening: u64) -> bool {
+    lab.real.opening.get_value() == opening
+}
+
+/// Whether the tab can hold the model `config` describes with a weights file of `bytes` (0: the
+/// weights alone), said before anything large is read or downloaded.
+fn fits(config: &[u8], bytes: f64) -> Result<(), String> {
+    Pretrained::check(config, bytes as u64, MODEL_BUDGET).map(drop).map_err(|e| e.to_string())
 }
 
 /// The tokenizer's files a model may have beside its weights, in the order they are tried.
 const TOKENIZER_FILES: [&str; 3] = ["tokenizer.json", "vocab.json", "merges.txt"];
 
 /// The model's files, picked by the visitor: its config.json, a .safetensors and its tokenizer's
-/// files (tokenizer.json, or GPT-2's vocab.json and merges.txt).
+/// files (tokenizer.json, or GPT-2's vocab.json and merges.txt). A lone .safetensors may be one
+/// of the lab's own checkpoints: it opens as a run in the training mode.
 pub fn open_files(lab: Lab, files: Vec<web_sys::File>) {
     let named = |name: &str| files.iter().find(|f| f.name().eq_ignore_ascii_case(name)).cloned();
     let weights = files.iter().find(|f| f.name().to_lowercase().ends_with(".safetensors")).cloned();
-    let (Some(config), Some(weights)) = (named("config.json"), weights) else {
+    let config = named("config.json");
+    if let (None, Some(w), 1) = (&config, &weights, files.len()) {
+        return open_checkpoint(lab, w.clone());
+    }
+    let (Some(config), Some(weights)) = (config, weights) else {
         let names: Vec<String> = files.iter().map(|f| f.name()).collect();
         let bin = names.iter().any(|n| n.ends_with(".bin"));
         lab.real.message.set(Some(Err(format!(
@@ -142,73 +179,135 @@ pub fn open_files(lab: Lab, files: Vec<web_sys::File>) {
         ))));
         return;
     };
-    let mut picked = vec![("config.json".to_string(), config), ("model.safetensors".to_string(), weights.clone())];
+    let mut picked =
+        vec![("config.json".to_string(), config.clone()), ("model.safetensors".to_string(), weights.clone())];
     picked.extend(TOKENIZER_FILES.iter().filter_map(|&n| named(n).map(|f| (n.to_string(), f))));
-    opening(lab, &weights.name());
+    let n = opening(lab, &weights.name());
+    lab.real.pending_source.set_value(Some("your files".into()));
     leptos::task::spawn_local(async move {
+        // The config first: a model the tab cannot hold is refused before its weights are read.
+        let config_bytes = match read_file(&config).await {
+            Ok(b) => b.to_vec(),
+            Err(why) => return failed(lab, why),
+        };
+        if let Err(why) = fits(&config_bytes, weights.size()) {
+            return failed(lab, why);
+        }
         let mut bulk = Vec::new();
         let mut names = Vec::new();
         for (name, f) in picked {
-            match JsFuture::from(f.array_buffer()).await {
+            match read_file(&f).await {
                 // The file's own buffer goes to the worker (transferred, not copied).
-                Ok(buf) => bulk.push(Uint8Array::new(&buf).into()),
-                Err(e) => {
-                    return failed(lab, format!("could not read {}: {}", f.name(), spherewalk::js::error_text(&e)))
-                }
+                Ok(bytes) => bulk.push(bytes.into()),
+                Err(why) => return failed(lab, why),
             }
             names.push(name);
         }
-        model_worker::send(lab, Command::OpenModel { name: weights.name(), files: names }, bulk);
+        if current(lab, n) {
+            model_worker::send(lab, Command::OpenModel { name: weights.name(), files: names }, bulk);
+        }
     });
 }
 
+async fn read_file(f: &web_sys::File) -> Result<Uint8Array, String> {
+    JsFuture::from(f.array_buffer())
+        .await
+        .map(|buf| Uint8Array::new(&buf))
+        .map_err(|e| format!("could not read {}: {}", f.name(), spherewalk::js::error_text(&e)))
+}
+
+/// A lone .safetensors picked in the model mode: if it is one of the lab's own checkpoints, it
+/// opens as a run in the training mode (as "Upload model" does); else the training worker says why.
+fn open_checkpoint(lab: Lab, file: web_sys::File) {
+    leptos::task::spawn_local(async move {
+        match read_file(&file).await {
+            Ok(bytes) => {
+                lab.real.message.set(Some(Ok(format!(
+                    "{} has no config.json beside it: it is opened as the lab's own checkpoint, a run in the \
+                     training mode",
+                    file.name()
+                ))));
+                set_mode(lab, Mode::Train);
+                lab.load_model(vec![(file.name(), bytes.to_vec())]);
+            }
+            Err(why) => lab.real.message.set(Some(Err(why))),
+        }
+    });
+}
+
+/// An opening (or a step of it) failed: said, with the model still open named.
 pub(super) fn failed(lab: Lab, why: String) {
-    lab.real.busy.set(None);
-    lab.real.progress.set(None);
-    lab.real.message.set(Some(Err(why)));
+    let m = lab.real;
+    m.busy.set(None);
+    m.progress.set(None);
+    m.fetched.set_value(Vec::new());
+    m.pending_source.set_value(None);
+    let still = m.opened.with_untracked(|o| o.as_ref().map(|o| format!(" ({} is still open)", o.name)));
+    m.message.set(Some(Err(format!("{why}{}", still.unwrap_or_default()))));
 }
 
-/// The hub's address: `?hub=` of the page's link, or Hugging Face.
-fn hub() -> String {
-    let search = web_sys::window().and_then(|w| w.location().search().ok()).unwrap_or_default();
-    web_sys::UrlSearchParams::new_with_str(&search)
-        .ok()
-        .and_then(|p| p.get("hub"))
-        .unwrap_or_else(|| HUB.to_string())
-        .trim_end_matches('/')
-        .to_string()
-}
-
-/// Fetches the model `id`'s files (config.json, its tokenizer's, model.safetensors) from the hub (or the browser's
-/// cache), with progress and a cancel button, and opens it.
+/// Fetches the model `id`'s files (config.json, its tokenizer's, model.safetensors) from the hub
+/// (or the browser's cache), with progress and a cancel button, and opens it. A model the tab
+/// cannot hold is refused from its config.json and the weights' announced length, before their
+/// download; a second Fetch cancels the first.
 pub fn fetch_hub(lab: Lab) {
     let id = lab.real.hub_id.get_untracked().trim().to_string();
     if id.is_empty() || id.contains("..") || id.starts_with('/') {
         return lab.real.message.set(Some(Err("type a model id, such as openai-community/gpt2".into())));
     }
     let Ok(controller) = web_sys::AbortController::new() else { return };
+    let n = opening(lab, &id);
     lab.real.abort.set_value(Some(controller.clone()));
-    opening(lab, &id);
+    let base = format!("{}/{id}/resolve/main", hub::hub());
+    lab.real.pending_source.set_value(Some(hub::host_of(&base)));
     leptos::task::spawn_local(async move {
-        let base = format!("{}/{id}/resolve/main", hub());
         let mut bulk = Vec::new();
-        let mut names = Vec::new();
+        let mut names: Vec<String> = Vec::new();
         let mut notes = Vec::new();
-        // The small files first: a model whose files cannot be found fails before its weights come.
+        let mut config = Vec::new();
+        // The small files first: a model whose files cannot be found, or that the tab cannot
+        // hold, fails before its weights come.
         let mut plan = vec!["config.json", "tokenizer.json", "model.safetensors"];
         let mut next = 0;
         while let Some(&file) = plan.get(next) {
             next += 1;
-            match download(lab, &format!("{base}/{file}"), file, &controller).await {
-                Ok(Some((bytes, note))) => {
+            let url = format!("{base}/{file}");
+            let json = |b: &[u8]| files::json_text(b, file).map(drop).map_err(|e| e.to_string());
+            let safetensors = |b: &[u8]| {
+                files::safetensors_len(b)
+                    .and_then(|len| files::check_len(len, b.len() as u64))
+                    .map_err(|e| e.to_string())
+            };
+            let text = |_: &[u8]| Ok(());
+            let check: hub::Check = match file {
+                "model.safetensors" => &safetensors,
+                "merges.txt" => &text,
+                _ => &json,
+            };
+            let weights = |len: Option<f64>| fits(&config, len.unwrap_or(0.0));
+            let anything = |_: Option<f64>| Ok(());
+            let announced: hub::Announced = if file == "model.safetensors" { &weights } else { &anything };
+            let got = hub::download(lab, &url, file, &controller, check, announced).await;
+            if !current(lab, n) {
+                return;
+            }
+            match got {
+                Ok(Some(Got { bytes, note })) => {
+                    if file == "config.json" {
+                        config = bytes.to_vec();
+                        if let Err(why) = fits(&config, 0.0) {
+                            return failed(lab, why);
+                        }
+                    }
                     bulk.push(bytes.into());
                     names.push(file.to_string());
                     notes.extend(note);
+                    lab.real.fetched.update_value(|f| f.push(url));
                 }
                 // No tokenizer.json: GPT-2's older pair (without it the model worker says what is missing).
                 Ok(None) if file == "tokenizer.json" => drop(plan.splice(next..next, ["vocab.json", "merges.txt"])),
                 Ok(None) if matches!(file, "vocab.json" | "merges.txt") => {}
-                Ok(None) => return failed(lab, format!("{base}/{file} was not found (404): is the model id right?")),
+                Ok(None) => return failed(lab, format!("{url} was not found (404): is the model id right?")),
                 Err(why) => return failed(lab, why),
             }
         }
@@ -221,92 +320,26 @@ pub fn fetch_hub(lab: Lab) {
     });
 }
 
+/// "Fetch again": the model's copies in this browser are dropped, and its files fetched anew.
+pub fn fetch_again(lab: Lab) {
+    let id = lab.real.hub_id.get_untracked().trim().to_string();
+    let base = format!("{}/{id}/resolve/main", hub::hub());
+    let urls: Vec<String> = ["config.json", "model.safetensors"]
+        .into_iter()
+        .chain(TOKENIZER_FILES)
+        .map(|f| format!("{base}/{f}"))
+        .collect();
+    leptos::task::spawn_local(async move {
+        hub::forget(&urls).await;
+        fetch_hub(lab);
+    });
+}
+
 /// Cancels the download under way: nothing is opened, the model already open stays.
 pub fn cancel(lab: Lab) {
     if let Some(c) = lab.real.abort.get_value() {
         c.abort();
     }
-}
-
-/// One file: from the browser's cache if it is there, else fetched (then kept in the cache; a
-/// refusal to keep it is a note, not a failure). Returns its bytes and that note, or None when
-/// the hub has no such file (404).
-async fn download(
-    lab: Lab,
-    url: &str,
-    what: &str,
-    controller: &web_sys::AbortController,
-) -> Result<Option<(Uint8Array, Option<String>)>, String> {
-    let window = web_sys::window().ok_or("no window")?;
-    let text = |e: JsValue| spherewalk::js::error_text(&e);
-    let cache: Option<web_sys::Cache> = match window.caches() {
-        Ok(c) => JsFuture::from(c.open(CACHE)).await.ok().map(JsCast::unchecked_into),
-        Err(_) => None,
-    };
-    if let Some(cache) = &cache {
-        if let Ok(hit) = JsFuture::from(cache.match_with_str(url)).await {
-            if let Ok(response) = hit.dyn_into::<web_sys::Response>() {
-                lab.real.progress.set(Some(Progress {
-                    what: format!("{what} (from the browser's cache)"),
-                    loaded: 0.0,
-                    total: None,
-                }));
-                let buf = JsFuture::from(response.array_buffer().map_err(text)?).await.map_err(text)?;
-                return Ok(Some((Uint8Array::new(&buf), None)));
-            }
-        }
-    }
-    let init = web_sys::RequestInit::new();
-    init.set_signal(Some(&controller.signal()));
-    let response = JsFuture::from(window.fetch_with_str_and_init(url, &init)).await.map_err(|e| {
-        if controller.signal().aborted() {
-            "cancelled: nothing was opened".to_string()
-        } else {
-            format!("could not fetch {url}: {} (no network, or the hub refused)", text(e))
-        }
-    })?;
-    let response: web_sys::Response = response.unchecked_into();
-    if response.status() == 404 {
-        return Ok(None);
-    }
-    if !response.ok() {
-        return Err(format!("{url} answered {} {}: is the model id right?", response.status(), response.status_text()));
-    }
-    let total = response.headers().get("content-length").ok().flatten().and_then(|v| v.parse::<f64>().ok());
-    let body = response.body().ok_or("the response has no body")?;
-    let reader: web_sys::ReadableStreamDefaultReader = body.get_reader().unchecked_into();
-    let mut chunks: Vec<Uint8Array> = Vec::new();
-    let mut loaded = 0.0;
-    loop {
-        let part = JsFuture::from(reader.read()).await.map_err(|e| match controller.signal().aborted() {
-            true => "cancelled: nothing was opened".to_string(),
-            false => format!("the download of {what} broke off: {}", text(e)),
-        })?;
-        if Reflect::get(&part, &"done".into()).ok().and_then(|d| d.as_bool()).unwrap_or(true) {
-            break;
-        }
-        let chunk: Uint8Array = Reflect::get(&part, &"value".into()).map_err(text)?.unchecked_into();
-        loaded += chunk.length() as f64;
-        chunks.push(chunk);
-        lab.real.progress.set(Some(Progress { what: what.to_string(), loaded, total }));
-    }
-    let whole = Uint8Array::new_with_length(loaded as u32);
-    let mut at = 0;
-    for c in &chunks {
-        whole.set(c, at);
-        at += c.length();
-    }
-    let mut note = None;
-    if let Some(cache) = &cache {
-        let kept = match web_sys::Response::new_with_opt_buffer_source(Some(&whole)) {
-            Ok(copy) => JsFuture::from(cache.put_with_str(url, &copy)).await.map(|_| ()),
-            Err(e) => Err(e),
-        };
-        if let Err(e) = kept {
-            note = Some(format!("The browser would not keep {what} ({}): the next visit fetches it again.", text(e)));
-        }
-    }
-    Ok(Some((whole, note)))
 }
 
 thread_local! {
@@ -354,16 +387,34 @@ pub fn on_opened(lab: Lab, open: Option<OpenedModel>, error: Option<String>) {
     let m = lab.real;
     m.busy.set(None);
     m.progress.set(None);
+    let fetched = m.fetched.get_value();
+    m.fetched.set_value(Vec::new());
+    let source = m.pending_source.get_value();
+    m.pending_source.set_value(None);
     if open.is_none() {
         m.reading.set(None);
         m.written.set(None);
+        m.source.set(None);
         if m.mode.get_untracked() == Mode::Model {
             lab.panels.set(None);
         }
+    } else if error.is_none() {
+        m.source.set(source);
     }
+    let kept = open.as_ref().map(|o| o.name.clone());
     m.opened.set(open);
     match error {
-        Some(e) => m.message.set(Some(Err(e))),
+        Some(mut e) => {
+            // A model that does not open leaves no copy behind: the next Fetch asks the hub again.
+            if !fetched.is_empty() {
+                leptos::task::spawn_local(async move { hub::forget(&fetched).await });
+                e.push_str(" (its files kept in this browser were dropped: Fetch asks the hub again)");
+            }
+            if let Some(name) = kept {
+                e.push_str(&format!(". {name} is still open."));
+            }
+            m.message.set(Some(Err(e)))
+        }
         None => read(lab),
     }
 }

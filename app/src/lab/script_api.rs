@@ -3,10 +3,11 @@
 //! ```js
 //! const s = await spherewalk.train({ train: { ...TrainConfig... } }, (e) => console.log(e.event));
 //! ```
-//! - `train(config, onEvent?)`: runs `config` (what `lab train --config FILE` reads: an experiment
+//! - `train(config, onEvent?, {signal}?)`: runs `config` (what `lab train --config FILE` reads: an experiment
 //!   `{version, train, probe, backend}` or a bare training config, as an object or JSON text) in a
 //!   worker of its own, and resolves to the summary: the fields of `lab train --json`'s last line.
-//!   It rejects with the message on a bad config or a non-finite loss. `onEvent` receives every
+//!   It rejects with the message on a bad config (steps over the page's limit of 1,000,000
+//!   included), a non-finite loss, or when `signal` (an AbortSignal) aborts. `onEvent` receives every
 //!   event as a plain object (`event`: "progress", "panels" with `sphere` and `attention` as
 //!   Float32Arrays, "phase", "backend", "notice", ...).
 //! - `bench({d_model, layers, heads, context, batch, steps, optimizer, workers})`: the engine alone
@@ -14,17 +15,21 @@
 //!   T64 B16, 20 Adam steps after a warm-up of at least a second); resolves to `{ms_per_step,
 //!   gflops, gemm_gflops, steps, warmup_steps, params, workers}`.
 //! - `sample({prompt, tokens, temperature, top_k, top_p, seed, samples})`: what the page's current
-//!   model writes (each field optional); resolves to the objects `lab sample --json` prints, one per
-//!   sample: `{prompt, seed, text, tokens, steps: [{token, text, p, top: [[text, p], ...]}]}`.
+//!   model writes (each field optional; at most 2000 tokens and 10 samples a call, seeds at most
+//!   2^53 - 1); resolves to the objects `lab sample --json` prints, one per sample:
+//!   `{prompt, seed, text, tokens, steps: [{token, text, p, top: [[text, p], ...]}]}`.
+//!
+//! Every call answers with a promise: an argument that is not what the call takes (a function, a
+//! Symbol, NaN, a lone surrogate) is a rejection with a sentence, never an exception or a trap.
 //! - `inspect(text)`: the real model opened in the page ("Open a real model") reads `text`;
 //!   resolves to the object `lab inspect --json` prints (`tokens`, `pieces`, `n_layer`, `layers`
 //!   with the radius and kernel statistics and the entropy per head, `depth`, `next`), and the
 //!   page's views show the reading.
 //! - `experiment()`: the page's experiment as JSON text (for `lab train --config`).
 //! - `version`: the engine's version.
-//! - `testing.slowWorker(factor)`, `testing.trapWorker()` and `testing.trapSecondWorker()`: the
-//!   browser tests' hooks on the page's own worker (a worker `factor` times slower; a wasm trap in
-//!   it or in its second worker); `testing.attention(layer, head)` (the
+//! - `testing.slowWorker(factor)`, `testing.trapWorker()`, `testing.trapSecondWorker()` and
+//!   `testing.trapModelWorker()`: the browser tests' hooks on the page's own workers (a worker
+//!   `factor` times slower; a wasm trap in it, in its second worker or in the model worker); `testing.attention(layer, head)` (the
 //!   latest frame's (T, T) attention, row-major, as the engine sent it) and `testing.frameSteps()`
 //!   (the steps of the recorded frames), to check the figures against.
 
@@ -38,6 +43,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
 use crate::lab::{Lab, WORKER_URL};
+use spherewalk::settings::MAX_STEPS;
 
 fn set(obj: &Object, key: &str, value: &JsValue) {
     let _ = Reflect::set(obj, &key.into(), value);
@@ -56,14 +62,25 @@ fn experiment_of(config: &JsValue) -> Result<Experiment, JsValue> {
 type Settle = fn(&Event) -> Option<Result<JsValue, JsValue>>;
 
 /// Runs `command` in a new worker of its own once it is ready; every event goes to `on_event` and
-/// `settle` decides when the promise is done. A crash or an error event rejects it.
-fn in_worker(command: Command, on_event: JsValue, settle: Settle) -> Promise {
+/// `settle` decides when the promise is done. A crash or an error event rejects it, and so does
+/// `signal`, which stops the worker.
+fn in_worker(command: Command, on_event: JsValue, signal: Option<web_sys::AbortSignal>, settle: Settle) -> Promise {
     let worker = match web_sys::Worker::new(WORKER_URL) {
         Ok(w) => w,
         Err(e) => return Promise::reject(&e),
     };
     let on_event = on_event.dyn_into::<Function>().ok();
     Promise::new(&mut |resolve, reject| {
+        if let Some(signal) = &signal {
+            let (w, reject) = (worker.clone(), reject.clone());
+            let stop = Closure::<dyn FnMut()>::new(move || {
+                w.terminate();
+                let _ = reject.call1(&JsValue::NULL, &refusal("stopped: the script's signal aborted the run"));
+            });
+            signal.set_onabort(Some(stop.as_ref().unchecked_ref()));
+            // It lives as long as the signal may fire.
+            stop.forget();
+        }
         let (w, command) = (worker.clone(), command.clone());
         let on_event = on_event.clone();
         let finish = {
@@ -113,14 +130,28 @@ fn to_js_result<T: serde::Serialize>(value: &T) -> Result<JsValue, JsValue> {
     protocol::to_js(value).map_err(|e| js_sys::Error::new(&e).into())
 }
 
-/// Runs `config` in a new worker; the promise settles with the summary or the error.
-fn train(config: JsValue, on_event: JsValue) -> Promise {
+/// Runs `config` in a new worker; the promise settles with the summary or the error. `options`
+/// may hold `signal`, an AbortSignal that stops the run (the promise then rejects).
+fn train(config: JsValue, on_event: JsValue, options: JsValue) -> Promise {
     let experiment = match experiment_of(&config) {
         Ok(e) => e,
         Err(e) => return Promise::reject(&e),
     };
+    if experiment.train.steps > MAX_STEPS {
+        return Promise::reject(&refusal(&format!(
+            "steps = {} is over the page's limit of {MAX_STEPS} (the settings' own); for more, use lab train",
+            experiment.train.steps
+        )));
+    }
+    if !on_event.is_undefined() && !on_event.is_null() && !on_event.is_function() {
+        return Promise::reject(&refusal(&format!(
+            "the second argument must be a function, not {}",
+            kind_of(&on_event)
+        )));
+    }
+    let signal = Reflect::get(&options, &"signal".into()).ok().and_then(|s| s.dyn_into::<web_sys::AbortSignal>().ok());
     let command = Command::Create { experiment: Box::new(experiment), settings: None, run: true, second_worker: true };
-    in_worker(command, on_event, |event| match event {
+    in_worker(command, on_event, signal, |event| match event {
         Event::Summary { summary } => Some(to_js_result(summary)),
         _ => None,
     })
@@ -138,7 +169,7 @@ fn bench(spec: JsValue) -> Promise {
         Ok(s) => s,
         Err(e) => return Promise::reject(&js_sys::Error::new(&e).into()),
     };
-    in_worker(Command::Bench { spec }, JsValue::UNDEFINED, |event| match event {
+    in_worker(Command::Bench { spec }, JsValue::UNDEFINED, None, |event| match event {
         Event::Bench { result } => Some(to_js_result(result)),
         _ => None,
     })
@@ -152,19 +183,87 @@ fn json_of(value: &JsValue, what: &str) -> Result<String, JsValue> {
     if value.is_undefined() || value.is_null() {
         return Ok("{}".into());
     }
-    js_sys::JSON::stringify(value).map(String::from).map_err(|e| {
-        js_sys::Error::new(&format!("{what} cannot be read as JSON: {}", spherewalk::js::error_text(&e))).into()
-    })
+    if !value.is_object() || value.is_function() {
+        return Err(refusal(&format!("{what} must be an object of settings, not {}", kind_of(value))));
+    }
+    let text = js_sys::JSON::stringify(value)
+        .map_err(|e| refusal(&format!("{what} cannot be read as JSON: {}", spherewalk::js::error_text(&e))))?;
+    // A value JSON has no text for (a toJSON that returns nothing) stringifies to undefined.
+    text.as_string().ok_or_else(|| refusal(&format!("{what} has no JSON text (its toJSON gives nothing)")))
 }
+
+/// What a script passed, in words.
+fn kind_of(value: &JsValue) -> String {
+    if value.is_function() {
+        "a function".into()
+    } else if value.is_symbol() {
+        "a Symbol".into()
+    } else if value.is_string() {
+        "a string".into()
+    } else if let Some(n) = value.as_f64() {
+        format!("the number {n}")
+    } else {
+        value.js_typeof().as_string().unwrap_or_default()
+    }
+}
+
+fn refusal(why: &str) -> JsValue {
+    js_sys::Error::new(why).into()
+}
+
+/// Refuses a number JSON cannot carry (NaN and the infinities become null in JSON) and a string
+/// that is not text (a lone surrogate, half of a UTF-16 pair), naming the field.
+fn plain_fields(value: &JsValue, what: &str) -> Result<(), JsValue> {
+    let Some(obj) = value.dyn_ref::<Object>() else { return Ok(()) };
+    for key in Object::keys(obj).iter() {
+        let name = key.as_string().unwrap_or_default();
+        let v = Reflect::get(obj, &key).unwrap_or(JsValue::UNDEFINED);
+        if let Some(n) = v.as_f64().filter(|n| !n.is_finite()) {
+            return Err(refusal(&format!("{what}: {name} is {n}; give a finite number")));
+        }
+        if v.dyn_ref::<js_sys::JsString>().is_some_and(|s| !s.is_valid_utf16()) {
+            return Err(refusal(&format!(
+                "{what}: {name} holds a lone surrogate (half of a UTF-16 pair), which is not text"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The most a script's `sample` may ask for: what the page itself writes at most ("Write more"
+/// writes 200 characters), with room for a study, and a worker that answers Pause within seconds.
+const SCRIPT_TOKENS: usize = 2000;
+const SCRIPT_SAMPLES: usize = 10;
+/// JavaScript's largest exact integer: a larger seed would come back changed.
+const MAX_SEED: u64 = (1 << 53) - 1;
 
 /// `spherewalk.sample(spec)`: the page's model writes.
 fn sample(lab: Lab, spec: JsValue) -> Promise {
-    let spec = json_of(&spec, "the sample settings").and_then(|text| {
-        serde_json::from_str::<SampleSpec>(&text)
-            .map_err(|e| js_sys::Error::new(&format!("the sample settings cannot be read: {e}")).into())
+    let spec = plain_fields(&spec, "the sample settings")
+        .and_then(|()| json_of(&spec, "the sample settings"))
+        .and_then(|text| {
+            serde_json::from_str::<SampleSpec>(&text)
+                .map_err(|e| refusal(&format!("the sample settings cannot be read: {e}")))
+        });
+    let spec = spec.and_then(|s| {
+        s.validate().map_err(|e| refusal(&e.to_string()))?;
+        if s.tokens > SCRIPT_TOKENS || s.samples > SCRIPT_SAMPLES {
+            return Err(refusal(&format!(
+                "the page writes at most {SCRIPT_TOKENS} tokens and {SCRIPT_SAMPLES} samples a call (asked: {} and {}); \
+                 for more, use lab sample",
+                s.tokens, s.samples
+            )));
+        }
+        if s.seed.saturating_add(s.samples as u64 - 1) > MAX_SEED {
+            return Err(refusal(&format!(
+                "seed {} (and the samples after it) must stay at most 2^53 - 1 = {MAX_SEED}, JavaScript's largest exact \
+                 integer",
+                s.seed
+            )));
+        }
+        Ok(s)
     });
-    let spec = match spec.and_then(|s| s.validate().map(|()| s).map_err(|e| js_sys::Error::new(&e.to_string()).into()))
-    {
+    let spec = match spec {
         Ok(s) => s,
         Err(e) => return Promise::reject(&e),
     };
@@ -174,13 +273,22 @@ fn sample(lab: Lab, spec: JsValue) -> Promise {
 pub fn install(lab: Lab) {
     let api = Object::new();
     set(&api, "version", &engine::VERSION.into());
-    let train = Closure::<dyn Fn(JsValue, JsValue) -> Promise>::new(train);
+    let train = Closure::<dyn Fn(JsValue, JsValue, JsValue) -> Promise>::new(train);
     set(&api, "train", &train.into_js_value());
     let bench = Closure::<dyn Fn(JsValue) -> Promise>::new(bench);
     set(&api, "bench", &bench.into_js_value());
     let sample = Closure::<dyn Fn(JsValue) -> Promise>::new(move |spec| sample(lab, spec));
     set(&api, "sample", &sample.into_js_value());
-    let inspect = Closure::<dyn Fn(String) -> Promise>::new(move |text: String| {
+    let inspect = Closure::<dyn Fn(JsValue) -> Promise>::new(move |text: JsValue| {
+        let text = match text.dyn_ref::<js_sys::JsString>() {
+            Some(t) if !t.is_valid_utf16() => {
+                return Promise::reject(&refusal(
+                    "the text holds a lone surrogate (half of a UTF-16 pair), which is not text",
+                ))
+            }
+            Some(t) => String::from(t),
+            None => return Promise::reject(&refusal(&format!("inspect(text) takes a string, not {}", kind_of(&text)))),
+        };
         Promise::new(&mut |resolve, reject| crate::lab::real_model::script_read(lab, text.clone(), resolve, reject))
     });
     set(&api, "inspect", &inspect.into_js_value());
@@ -195,6 +303,8 @@ pub fn install(lab: Lab) {
     set(&testing, "trapWorker", &trap.into_js_value());
     let trap_second = Closure::<dyn Fn()>::new(move || lab.send(Command::TrapSecond));
     set(&testing, "trapSecondWorker", &trap_second.into_js_value());
+    let trap_model = Closure::<dyn Fn()>::new(move || super::model_worker::send(lab, Command::Trap, vec![]));
+    set(&testing, "trapModelWorker", &trap_model.into_js_value());
     // The engine's numbers behind the figures, as the worker sent them, for the test to check the
     // drawings against: one head's attention matrix of the latest frame, and the recorded steps.
     let attention = Closure::<dyn Fn(usize, usize) -> JsValue>::new(move |layer: usize, head: usize| {

@@ -113,9 +113,21 @@ pub fn write_more(lab: Lab) {
 
 /// `spherewalk.sample(spec)`: the page's model writes; resolves to `lab sample --json`'s objects.
 pub fn script_sample(lab: Lab, spec: SampleSpec, resolve: Function, reject: Function) {
+    if let Some(why) = lab.crashed.get_untracked() {
+        let why = format!("the training worker crashed and has not been restarted: {why}");
+        let _ = reject.call1(&JsValue::NULL, &js_sys::Error::new(&why).into());
+        return;
+    }
     let id = next_id(lab, true);
     SCRIPT_REQUESTS.with_borrow_mut(|r| r.push((id, resolve, reject)));
     lab.send(Command::Sample { spec, id });
+}
+
+/// The training worker crashed: every script waiting for samples is told why.
+pub fn on_crash(why: &str) {
+    for (_, _, reject) in SCRIPT_REQUESTS.with_borrow_mut(std::mem::take) {
+        let _ = reject.call1(&JsValue::NULL, &js_sys::Error::new(why).into());
+    }
 }
 
 /// The worker's answer to a `Command::Sample`.

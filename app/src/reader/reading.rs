@@ -52,6 +52,11 @@ impl Reader {
                 return self.post(Event::Opened { open: self.pretrained.as_ref().map(summary), error: Some(error) })
             }
         };
+        // A model refused from its config (or too large for the tab) never closes the one open now.
+        if let Err(e) = Pretrained::check(files.config, files.weights.len() as u64, MODEL_BUDGET) {
+            let open = self.pretrained.as_ref().map(summary);
+            return self.post(Event::Opened { open, error: Some(e.to_string()) });
+        }
         let held = self.pretrained.as_ref().map_or(0, |p| 4 * p.model.params.len() as u64);
         let fits_beside = held > 0
             && Pretrained::check(files.config, files.weights.len() as u64, MODEL_BUDGET.saturating_sub(held)).is_ok();
@@ -113,7 +118,10 @@ impl Reader {
 
     pub(super) fn sample_model(&mut self, spec: &SampleSpec, id: u64) {
         let result = match self.pretrained.as_ref() {
-            Some(p) => sample::generate(&p.model, &p.tokenizer, spec).map_err(|e| e.to_string()),
+            Some(p) => p
+                .check_writing(spec)
+                .and_then(|()| sample::generate(&p.model, &p.tokenizer, spec))
+                .map_err(|e| e.to_string()),
             None => Err("open a model first".into()),
         };
         self.post(Event::Samples { id, result });

@@ -5,6 +5,7 @@
 
 use leptos::prelude::*;
 
+use crate::lab::hub;
 use crate::lab::real_model::{self, Mode, WRITE_TOKENS};
 use crate::lab::Lab;
 use crate::views::panel::{column_heads, verdict_line};
@@ -59,6 +60,14 @@ pub fn ModelPanel(lab: Lab) -> impl IntoView {
                 o.context,
                 o.params as f64 / 1e6
             )
+        })
+    };
+    // Where the files came from: a link's ?hub= may name any server, so the page says which.
+    let source_line = move || {
+        m.source.get().map(|s| match s.as_str() {
+            "your files" => "From your files.".to_string(),
+            h if h == hub::host_of(hub::HUB) => format!("Files from {h}."),
+            h => format!("Files from {h}, not from {}: this page's link names another hub.", hub::host_of(hub::HUB)),
         })
     };
     let progress_line = move || {
@@ -166,6 +175,15 @@ pub fn ModelPanel(lab: Lab) -> impl IntoView {
                 <button id="hub-fetch" type="button" on:click=move |_| real_model::fetch_hub(lab)>
                     "Fetch"
                 </button>
+                <button
+                    id="model-refetch"
+                    type="button"
+                    class="small"
+                    title="drop the copies this browser keeps of this model's files and fetch them from the hub again"
+                    on:click=move |_| real_model::fetch_again(lab)
+                >
+                    "Fetch again"
+                </button>
                 <label for="model-files">" or your files "</label>
                 <input id="model-files" type="file" multiple accept=".json,.safetensors,.txt,.bin" on:change=on_files />
             </div>
@@ -192,6 +210,7 @@ pub fn ModelPanel(lab: Lab) -> impl IntoView {
             }}
             <Show when=move || m.opened.with(Option::is_some)>
                 <p id="model-opened">{opened_line}</p>
+                <p id="model-source" class="note">{source_line}</p>
                 <label for="model-text">"The text it reads"</label>
                 <textarea
                     id="model-text"

@@ -78,7 +78,8 @@ const MAX_POSITIONS: usize = 1 << 15;
 impl HfConfig {
     /// Reads `config.json`'s text.
     pub fn parse(json: &[u8]) -> Result<HfConfig> {
-        serde_json::from_slice(json).map_err(|e| Error::Config(format!("config.json cannot be read: {e}")))
+        serde_json::from_slice(super::files::json_text(json, "config.json")?)
+            .map_err(|e| Error::Config(format!("config.json cannot be read: {e}")))
     }
 
     /// Refuses what the engine would not run exactly as Hugging Face's GPT-2 does.
@@ -195,6 +196,12 @@ mod tests {
     }
 
     #[test]
+    fn a_byte_order_mark_is_read_past() {
+        let m = HfConfig::parse(format!("\u{feff}{GPT2}").as_bytes()).unwrap().model_config().unwrap();
+        assert_eq!(m.d_model, 768);
+    }
+
+    #[test]
     fn other_models_are_refused_by_name() {
         let cases = [
             (GPT2.replace("\"gpt2\"", "\"bert\""), "model_type is \"bert\""),
@@ -205,6 +212,7 @@ mod tests {
             (GPT2.replace("\"n_head\": 12", "\"n_head\": 7"), "does not divide"),
             (GPT2.replace("\"n_layer\": 12", "\"n_layer\": 0"), "n_layer = 0"),
             ("{\"n_embd\": ".to_string(), "cannot be read"),
+            ("<html><body>Sign in</body></html>".to_string(), "config.json is an HTML page"),
         ];
         for (json, want) in cases {
             let err = HfConfig::parse(json.as_bytes()).and_then(|c| c.model_config()).unwrap_err().to_string();

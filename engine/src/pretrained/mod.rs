@@ -2,6 +2,8 @@
 //! `model.safetensors` and the tokenizer's files), read with the model's own tokenizer, and seen
 //! through the lab's lenses.
 //!
+//! - `files`: what a file must be before it is read (JSON text, safetensors of the length its header
+//!   says, natively a regular file of a sensible size).
 //! - `hf_config`: `config.json`, checked: what the engine runs exactly, or a refusal naming why.
 //! - `weights`: `model.safetensors` into the engine's layout (Conv1D transposed, `c_attn` split,
 //!   the head tied to the token embedding).
@@ -14,6 +16,7 @@
 //! positions), so the loaded model runs through the same `Model::forward` the lab trains with, or
 //! on the GPU through the trainer's forward ops (`gpu::reader`).
 
+pub mod files;
 pub mod hf_config;
 pub mod inspect;
 pub mod tokenizer;
@@ -66,6 +69,22 @@ impl Pretrained {
         Ok(Pretrained { name: name.to_string(), model: Model { cfg, layout, params }, tokenizer })
     }
 
+    /// Refuses writing that would run past the model's context: like `transformers`, the lab does
+    /// not slide a real model's window (each new token would cost a whole pass over the context).
+    pub fn check_writing(&self, spec: &crate::sample::SampleSpec) -> Result<()> {
+        let prompt = self.tokenizer.encode(&spec.prompt)?.len().max(1);
+        let context = self.model.cfg.context;
+        if prompt + spec.tokens > context {
+            return Err(Error::Config(format!(
+                "the model reads at most {context} tokens: the prompt is {prompt}, so it can write at most {} more, \
+                 not {}",
+                context.saturating_sub(prompt),
+                spec.tokens
+            )));
+        }
+        Ok(())
+    }
+
     /// The model `config_json` describes, if it is one the engine runs and its weights with a file
     /// of `file_bytes` fit `budget`: what opening it checks before anything is allocated.
     pub fn check(config_json: &[u8], file_bytes: u64, budget: u64) -> Result<crate::config::ModelConfig> {
@@ -79,30 +98,38 @@ impl Pretrained {
     /// lab's copy of GPT-2's vocabulary), or a `.safetensors` file with those beside it.
     #[cfg(not(target_arch = "wasm32"))]
     pub fn open(path: &std::path::Path, budget: u64) -> Result<Pretrained> {
+        use files::{read_regular, CONFIG_LIMIT, TOKENIZER_LIMIT};
         let (dir, file) = if path.is_dir() {
             (path.to_path_buf(), path.join("model.safetensors"))
         } else {
             (path.parent().map_or_else(|| ".".into(), |p| p.to_path_buf()), path.to_path_buf())
         };
         let ext = file.extension().and_then(|e| e.to_str()).unwrap_or("");
-        if matches!(ext, "bin" | "pt" | "pth" | "ckpt") {
-            return Err(Error::Checkpoint(format!(
+        let pickle = |f: &std::path::Path| {
+            Error::Checkpoint(format!(
                 "{} is a PyTorch pickle; the lab reads only model.safetensors (the hub has it beside the .bin), \
                  which cannot run code when it is opened",
-                file.display()
-            )));
-        }
-        let read = |p: &std::path::Path, what: &str| {
-            std::fs::read(p).map_err(|e| Error::Checkpoint(format!("cannot read {what} at {}: {e}", p.display())))
+                f.display()
+            ))
         };
-        let config = read(&dir.join("config.json"), "the model's config.json")?;
-        // The budget is checked on the file's size before its bytes are read.
-        Self::check(&config, std::fs::metadata(&file).map(|m| m.len()).unwrap_or(0), budget)?;
+        if matches!(ext, "bin" | "pt" | "pth" | "ckpt") {
+            return Err(pickle(&file));
+        }
+        if !file.exists() && dir.join("pytorch_model.bin").exists() {
+            return Err(pickle(&dir.join("pytorch_model.bin")));
+        }
+        let config = read_regular(&dir.join("config.json"), "the model's config.json", CONFIG_LIMIT)?;
+        // Before the weights are read: a regular file, within the budget, of the length its header says.
+        let size = files::regular_len(&file, "model.safetensors")?;
+        Self::check(&config, size, budget)?;
+        files::check_len(files::described_len(&file)?, size)?;
+        let weights = read_regular(&file, "model.safetensors", budget)?;
         let (json, vocab, merges) = (dir.join("tokenizer.json"), dir.join("vocab.json"), dir.join("merges.txt"));
-        let tokenizer = if json.is_file() {
-            Some((read(&json, "tokenizer.json")?, Vec::new()))
-        } else if vocab.is_file() && merges.is_file() {
-            Some((read(&vocab, "vocab.json")?, read(&merges, "merges.txt")?))
+        let tokenizer = if json.exists() {
+            Some((read_regular(&json, "tokenizer.json", TOKENIZER_LIMIT)?, Vec::new()))
+        } else if vocab.exists() && merges.exists() {
+            let vocab = read_regular(&vocab, "vocab.json", TOKENIZER_LIMIT)?;
+            Some((vocab, read_regular(&merges, "merges.txt", TOKENIZER_LIMIT)?))
         } else {
             None
         };
@@ -113,12 +140,28 @@ impl Pretrained {
                 TokenizerFiles::VocabMerges { vocab: a, merges: b }
             }
         });
-        let weights = read(&file, "model.safetensors")?;
         Self::from_files(
             &path.display().to_string(),
             ModelFiles { config: &config, weights: &weights, tokenizer },
             budget,
         )
+    }
+
+    /// The files `open` reads for the model at `path` (that a dump must never overwrite).
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn inputs(path: &std::path::Path) -> Vec<std::path::PathBuf> {
+        let dir = if path.is_dir() {
+            path.to_path_buf()
+        } else {
+            path.parent().map_or_else(|| ".".into(), |p| p.to_path_buf())
+        };
+        let mut files: Vec<std::path::PathBuf> =
+            ["config.json", "model.safetensors", "tokenizer.json", "vocab.json", "merges.txt"]
+                .iter()
+                .map(|f| dir.join(f))
+                .collect();
+        files.push(path.to_path_buf());
+        files
     }
 }
 

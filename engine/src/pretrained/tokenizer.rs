@@ -57,7 +57,9 @@ impl Tokenizer {
     /// The tokenizer `files` describe.
     pub fn from_files(files: TokenizerFiles) -> Result<Tokenizer> {
         let json = match files {
-            TokenizerFiles::Json(bytes) => std::borrow::Cow::Borrowed(bytes),
+            TokenizerFiles::Json(bytes) => {
+                std::borrow::Cow::Borrowed(super::files::json_text(bytes, "tokenizer.json")?)
+            }
             TokenizerFiles::VocabMerges { vocab, merges } => std::borrow::Cow::Owned(gpt2_json(vocab, merges)?),
         };
         let t = tokenizers::Tokenizer::from_bytes(&json)
@@ -129,8 +131,8 @@ impl Codec for Tokenizer {
 /// (the same pre-tokenizer and decoder GPT-2's own tokenizer.json names), with `<|endoftext|>`
 /// read as text, as GPT-2's reference encoder reads it.
 fn gpt2_json(vocab: &[u8], merges: &[u8]) -> Result<Vec<u8>> {
-    let vocab: serde_json::Value =
-        serde_json::from_slice(vocab).map_err(|e| Error::Data(format!("vocab.json could not be read: {e}")))?;
+    let vocab: serde_json::Value = serde_json::from_slice(super::files::json_text(vocab, "vocab.json")?)
+        .map_err(|e| Error::Data(format!("vocab.json could not be read: {e}")))?;
     if !vocab.is_object() {
         return Err(Error::Data("vocab.json is not a JSON object of tokens and ids".into()));
     }

@@ -6,11 +6,13 @@
 
 use std::collections::HashMap;
 
-use safetensors::{Dtype, SafeTensorError, SafeTensors};
+use safetensors::{Dtype, SafeTensors};
 
 use crate::config::ModelConfig;
 use crate::error::{Error, Result};
 use crate::model::params::Layout;
+
+use super::files;
 
 fn refuse<T>(why: impl std::fmt::Display) -> Result<T> {
     Err(Error::Checkpoint(format!("model.safetensors: {why}")))
@@ -33,13 +35,8 @@ fn open(bytes: &[u8]) -> Result<SafeTensors<'_>> {
              cannot run code when it is opened"
         ));
     }
-    SafeTensors::deserialize(bytes).or_else(|e| match e {
-        SafeTensorError::MetadataIncompleteBuffer | SafeTensorError::InvalidHeaderLength => refuse(format!(
-            "the file has {} bytes, not as many as its header describes: it is truncated (an interrupted download?)",
-            bytes.len()
-        )),
-        e => refuse(format!("not a safetensors file ({e})")),
-    })
+    files::check_len(files::safetensors_len(bytes)?, bytes.len() as u64)?;
+    SafeTensors::deserialize(bytes).or_else(|e| refuse(format!("not a safetensors file ({e})")))
 }
 
 /// One stored tensor as f32, checked against the shape GPT-2 gives it.
@@ -52,12 +49,17 @@ fn floats(st: &SafeTensors<'_>, names: &HashMap<String, String>, name: &str, sha
         return refuse(format!("tensor {stored} has shape {:?}, but config.json makes it {shape:?}", t.shape()));
     }
     let data = t.data();
-    Ok(match t.dtype() {
+    let out: Vec<f32> = match t.dtype() {
         Dtype::F32 => data.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect(),
         Dtype::F16 => data.chunks_exact(2).map(|b| half::f16::from_le_bytes([b[0], b[1]]).to_f32()).collect(),
         Dtype::BF16 => data.chunks_exact(2).map(|b| half::bf16::from_le_bytes([b[0], b[1]]).to_f32()).collect(),
         other => return refuse(format!("tensor {stored} is {other:?}; the lab reads F32, F16 and BF16")),
-    })
+    };
+    // A NaN or an infinity would spread through every reading as NaN probabilities.
+    if let Some((i, x)) = out.iter().enumerate().find(|(_, x)| !x.is_finite()) {
+        return refuse(format!("tensor {stored} holds {x} at element {i}: a weight must be a finite number"));
+    }
+    Ok(out)
 }
 
 /// Writes the (in, out) matrix `src`'s columns `cols` as the engine's (out, in) `dst`.
@@ -211,6 +213,7 @@ mod tests {
         let good = file("", None, None);
         let cases: Vec<(Vec<u8>, &str)> = vec![
             (good[..good.len() - 10].to_vec(), "truncated"),
+            ([good.clone(), vec![0; 7]].concat(), "7 more than"),
             (b"PK\x03\x04rest of a zip".to_vec(), "PyTorch pickle"),
             (vec![0x80, 2, 0x8a, 0x0a], "Python pickle"),
             (b"not a tensor file at all".to_vec(), "not a safetensors file"),
@@ -226,5 +229,20 @@ mod tests {
         let err = read(&wider, &good).unwrap_err().to_string();
         assert!(err.contains("h.0.mlp.c_fc.weight has shape [4, 6], but config.json makes it [4, 8]"), "{err}");
         assert!(read(&cfg(), &file("", None, Some(("lm_head.weight", vec![5, 4])))).is_ok());
+    }
+
+    #[test]
+    fn a_weight_that_is_not_a_finite_number_is_refused_with_its_tensor() {
+        for bad in [f32::NAN, f32::INFINITY] {
+            let mut bytes = file("", None, None);
+            // The file's last bytes: the last element of ln_f.weight (sorted last), which GPT-2 reads.
+            let n = bytes.len();
+            bytes[n - 4..].copy_from_slice(&bad.to_le_bytes());
+            let err = read(&cfg(), &bytes).unwrap_err().to_string();
+            assert!(
+                err.contains(&format!("holds {bad} at element")) && err.contains("must be a finite number"),
+                "{err}"
+            );
+        }
     }
 }

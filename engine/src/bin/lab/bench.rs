@@ -254,8 +254,10 @@ pub fn model(as_json: bool, iters: usize, path: &std::path::Path, backend: Backe
     }
     let ids = m.tokenizer.encode(&text)?;
     let mut rows = Vec::new();
+    // A window never longer than the model's context.
+    let context = m.model.cfg.context;
     for &(t, torch) in &TORCH_FORWARD_MS {
-        let ids = &ids[..t.min(ids.len())];
+        let ids = &ids[..t.min(ids.len()).min(context)];
         let ms = median_ms(1, iters, || m.model.read(ids).map(|c| drop(m.model.logits(&c))))?;
         rows.push(
             json!({"what": format!("forward, {} tokens", ids.len()), "ms": ms, "torch_ms": torch, "ratio": ms / torch}),
@@ -267,13 +269,14 @@ pub fn model(as_json: bool, iters: usize, path: &std::path::Path, backend: Backe
         adapter = Some(ctx.adapter_name());
         let reader = GpuReader::new(ctx, &m.model).map_err(gpu_error)?;
         for &(t, torch) in &TORCH_FORWARD_MS {
-            let ids = &ids[..t.min(ids.len())];
+            let ids = &ids[..t.min(ids.len()).min(context)];
             let ms = median_ms(1, iters, || block_on(reader.read(ids)).map(drop).map_err(gpu_error))?;
             let what = format!("forward, {} tokens, GPU", ids.len());
             rows.push(json!({"what": what, "ms": ms, "torch_ms": torch, "ratio": ms / torch}));
         }
     }
-    let prompt = m.tokenizer.decode(&ids[..64.min(ids.len())]);
+    // The writing's prompt and its 32 new tokens fit the context too.
+    let prompt = m.tokenizer.decode(&ids[..64.min(ids.len()).min(context.saturating_sub(32).max(1))]);
     let inspect = || inspect::read(&m, &prompt, DEFAULT_BUDGET).and_then(|r| inspect::inspect(&m, &r)).map(drop);
     let inspect_ms = median_ms(0, iters.clamp(1, 3), inspect)?;
     rows.push(json!({"what": "inspect (every lens), 64 tokens", "ms": inspect_ms}));

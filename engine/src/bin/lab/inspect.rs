@@ -45,11 +45,13 @@ pub fn budget(mib: Option<u64>) -> u64 {
 
 pub fn run(a: InspectArgs) -> Result<(), Error> {
     let budget = budget(a.memory_limit_mib);
+    // The dump's path is checked before the work: a path that cannot be written fails at once.
+    let dump = a.dump.as_deref().map(|p| Dump::open(p, &Pretrained::inputs(&a.model))).transpose()?;
     let model = Pretrained::open(&a.model, budget)?;
     let read = read(&model, &a.text, budget, a.backend)?;
     let report = inspect::inspect(&model, &read)?;
-    if let Some(path) = &a.dump {
-        std::fs::write(path, inspect::dump(&model, &read)?)?;
+    if let Some(d) = dump {
+        d.write(&inspect::dump(&model, &read)?)?;
     }
     if a.json {
         println!("{}", serde_json::to_string(&report)?);
@@ -57,6 +59,56 @@ pub fn run(a: InspectArgs) -> Result<(), Error> {
         print(&report, &model);
     }
     Ok(())
+}
+
+/// Where `--dump` writes: a file that can be written, and never one the model is read from.
+struct Dump {
+    path: PathBuf,
+    file: std::fs::File,
+    made: bool,
+}
+
+impl Dump {
+    fn open(path: &std::path::Path, inputs: &[PathBuf]) -> Result<Dump, Error> {
+        let refuse = |why: String| Error::Config(format!("--dump {}: {why}", path.display()));
+        let same = |a: &std::path::Path| match (a.canonicalize(), path.canonicalize()) {
+            (Ok(a), Ok(b)) => a == b,
+            _ => false,
+        };
+        if let Some(input) = inputs.iter().find(|i| same(i)) {
+            return Err(refuse(format!(
+                "that is {}, which the model is read from; choose another path",
+                input.display()
+            )));
+        }
+        let made = !path.exists();
+        // Opened now (not truncated), written at the end.
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .map_err(|e| refuse(format!("cannot be written: {e}")))?;
+        Ok(Dump { path: path.to_path_buf(), file, made })
+    }
+
+    fn write(mut self, bytes: &[u8]) -> Result<(), Error> {
+        use std::io::Write;
+        let fail = |e: std::io::Error| Error::Config(format!("--dump {}: {e}", self.path.display()));
+        self.file.set_len(0).map_err(fail)?;
+        self.file.write_all(bytes).map_err(fail)?;
+        self.made = false;
+        Ok(())
+    }
+}
+
+impl Drop for Dump {
+    /// A dump that was never written leaves no empty file behind.
+    fn drop(&mut self) {
+        if self.made {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
 }
 
 /// `text`'s forward pass through `m` where `backend` says; under auto a GPU that is missing,

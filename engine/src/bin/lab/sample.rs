@@ -67,6 +67,7 @@ pub fn run(a: SampleArgs) -> Result<(), Error> {
         }
         (None, Some(path)) => {
             let m = Pretrained::open(path, budget(a.memory_limit_mib))?;
+            m.check_writing(&spec)?;
             sample::generate(&m.model, &m.tokenizer, &spec)?
         }
         (None, None) => return Err(Error::Config("give --checkpoint or --model".into())),
