@@ -1,5 +1,6 @@
-// The guided tour: every step sets up its experiment, points at its panel and shows a measured
-// verdict, provisional until it is final.
+// The guided tour: every step sets up its experiment, points at its panel and shows the measured
+// conclusion (its numbers under the panel, shown once), provisional until it is final, waiting for
+// its numbers instead of see-sawing.
 // Shared helpers and how to run: helpers.mjs.
 
 import { test } from 'node:test';
@@ -11,13 +12,15 @@ test('the guided tour: every step sets up its experiment, points at its panel an
   const { page, problems } = await launch(t);
   await page.setViewportSize({ width: 1280, height: 800 });
   const verdictOf = () => textOf(page, '#tour-verdict');
+  // Each step: its title, its panel, the conclusion on the card, and the panel's own verdict with
+  // the numbers behind it.
   const expected = [
-    [/Tokens live on a sphere/, 'panel-sphere', /Measured: On the sphere: every token/],
-    [/Attention is a random walk/, 'panel-attention', /Measured: A Markov chain/],
-    [/Softmax is a Gaussian kernel/, 'panel-attention', /Measured: With queries and keys on one sphere .* total variation of [\d.]+/],
-    [/Random walk or Brownian motion\?/, 'panel-brownian', /Measured: (So far \(step \d+ of \d+\): )?(Brownian|Partly Brownian|Not Brownian).*critical value/],
-    [/Second order against Adam/, 'panel-loss', /Measured: .*after \d+ steps cgfac lr 0\.03 is at loss [\d.]+, adam lr 0\.01 at [\d.]+/],
-    [/JoMA: sparse, then dense/, 'panel-entropy', /Measured: (So far \(step \d+ of \d+\): )?Layer 0: .*entropy [\d.]+ → lowest .*Layer 1: .*entropy/],
+    [/Tokens live on a sphere/, 'panel-sphere', /On the sphere/, ['verdict-sphere', /every token .* within [\d.e-]+ \(relative\)/]],
+    [/Attention is a random walk/, 'panel-attention', /A Markov chain/, ['verdict-markov', /sums to 1 within/]],
+    [/Softmax is a Gaussian kernel/, 'panel-attention', /(A|Near a|Far from a) Gaussian kernel/, ['verdict-kernel', /total variation of [\d.]+/]],
+    [/Random walk or Brownian motion\?/, 'panel-brownian', /(Brownian|Partly Brownian|Not Brownian)/, ['verdict-brownian', /critical value/]],
+    [/Second order against Adam/, 'panel-loss', /(Fewer steps with second order|Second order is not ahead in steps)/, ['race-verdict', /after \d+ steps cgfac lr 0\.03 is at loss [\d.]+, adam lr 0\.01 at [\d.]+/]],
+    [/JoMA: sparse, then dense/, 'panel-entropy', /Layer 0: .*; Layer 1: /, ['verdict-joma-0', /entropy [\d.]+ → lowest/]],
   ];
   // Where the sphere's panel is on the page (not on the screen: the tour scrolls to its panel).
   const sphereOnPage = () => page.evaluate(() => {
@@ -29,10 +32,16 @@ test('the guided tour: every step sets up its experiment, points at its panel an
   await open(page, '#tour=1');
   assert.deepEqual(await sphereOnPage(), sphereAlone, 'the tour box does not push the picture down');
   // Every 50 ms: a verdict marked settled keeps its answer for the rest of its run, and one that
-  // is not settled is drawn as provisional.
+  // is not settled is drawn as provisional; the conclusions a class reads change at most three
+  // times over a step's run (measuring, one answer, one change, the final answer).
   await page.evaluate(() => {
-    const v = (window.__verdicts = { seen: {}, violations: [], provisional: 0, settled: 0 });
+    const v = (window.__verdicts = { seen: {}, violations: [], provisional: 0, settled: 0, said: {}, changes: {} });
     setInterval(() => {
+      for (const e of document.querySelectorAll('.verdict[data-conclusion]')) {
+        const c = e.dataset.conclusion ?? '';
+        if (v.said[e.id] !== undefined && v.said[e.id] !== c) v.changes[e.id] = (v.changes[e.id] ?? 0) + 1;
+        v.said[e.id] = c;
+      }
       for (const e of document.querySelectorAll('.verdict[data-settled], #tour-verdict[data-settled]')) {
         if (e.dataset.settled === 'true') {
           v.settled++;
@@ -42,7 +51,7 @@ test('the guided tour: every step sets up its experiment, points at its panel an
         } else if (e.dataset.agreement && e.dataset.agreement !== 'not-yet') {
           v.provisional++;
           if (!e.classList.contains('provisional')) v.violations.push(`${e.id} is not final and not drawn as provisional`);
-          if (!/So far \(step \d+ of \d+\)|Layer \d: too few/.test(e.textContent)) v.violations.push(`${e.id} is not final and does not say "so far": ${e.textContent.slice(0, 80)}`);
+          if (!/So far( \(step \d+ of \d+\))?:|Layer \d: too few/.test(e.textContent)) v.violations.push(`${e.id} is not final and does not say "so far": ${e.textContent.slice(0, 80)}`);
         }
       }
     }, 50);
@@ -52,12 +61,14 @@ test('the guided tour: every step sets up its experiment, points at its panel an
     const [a, b] = [document.getElementById('tour').getBoundingClientRect(), document.getElementById(id).getBoundingClientRect()];
     return { apart: a.right <= b.left || b.right <= a.left || a.bottom <= b.top || b.bottom <= a.top, card: [a.left, a.top, a.width, a.height].map(Math.round), panel: [b.left, b.top, b.width, b.height].map(Math.round) };
   }, panel);
-  for (const [i, [title, panel, verdict]] of expected.entries()) {
+  for (const [i, [title, panel, verdict, [numbersId, numbers]]] of expected.entries()) {
     // Each step shows its own claim in the tour's box; steps 4, 5 and 6 open a new run, whose
     // verdicts start afresh.
     await page.evaluate((fresh) => {
       if (fresh) window.__verdicts.seen = {};
       delete window.__verdicts.seen['tour-verdict'];
+      window.__verdicts.said = {};
+      window.__verdicts.changes = {};
     }, i >= 3);
     assert.match(await textOf(page, '#tour-title'), new RegExp(`step ${i + 1} of 6: ${title.source}`));
     assert.ok(await page.evaluate((p) => document.getElementById(p).classList.contains('tour-focus'), panel), `step ${i + 1} points at #${panel}`);
@@ -70,9 +81,19 @@ test('the guided tour: every step sets up its experiment, points at its panel an
       assert.match(await textOf(page, '#tour-run'), /Start|Resume/);
       await page.click('#tour-run');
     }
-    await page.waitForFunction((v) => new RegExp(v).test(document.getElementById('tour-verdict')?.textContent ?? ''), verdict.source, { timeout: 60_000 });
+    await page.waitForFunction((v) => new RegExp(`(Measured|So far): ${v}`).test(document.getElementById('tour-verdict')?.textContent ?? ''), verdict.source, { timeout: 60_000 });
     // The run goes on to its end; then the step's verdict is final.
     await page.waitForFunction(() => document.getElementById('tour-verdict')?.dataset.settled === 'true', null, { timeout: 120_000, polling: 100 });
+    // The card says the answer; the numbers are under the panel, once: the card holds none.
+    assert.match(await verdictOf(), new RegExp(`^Measured: ${verdict.source}`));
+    assert.doesNotMatch((await verdictOf()).replace(/Layer \d/g, ''), /\d/, 'the card repeats no number of the panel\'s verdict');
+    await page.waitForFunction((id) => document.getElementById(id)?.dataset.settled === 'true', numbersId, { timeout: 30_000 });
+    assert.match(await textOf(page, `#${numbersId}`), numbers, `#${numbersId} has the numbers`);
+    await page.click('#tour-numbers');
+    await page.waitForFunction((id) => { const r = document.getElementById(id).getBoundingClientRect(); return r.top >= 0 && r.bottom <= innerHeight; }, numbersId, { timeout: 5_000 });
+    const changes = await page.evaluate(() => window.__verdicts.changes);
+    t.diagnostic(`tour step ${i + 1}: conclusions changed ${JSON.stringify(changes)}`);
+    for (const [id, n] of Object.entries(changes)) assert.ok(n <= 3, `step ${i + 1}: ${id} changed its conclusion ${n} times`);
     settledAt.push(await page.getAttribute('#tour-verdict', 'data-agreement'));
     t.diagnostic(`tour step ${i + 1}: ${await verdictOf()}`);
     assert.doesNotMatch(await verdictOf(), /So far/, 'a final verdict does not say "so far"');

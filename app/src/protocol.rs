@@ -4,8 +4,7 @@
 //! typed arrays, whose buffers are transferred rather than copied.
 
 use engine::data::baseline::BaselineLoss;
-use engine::pretrained::inspect::DepthFit;
-use engine::pretrained::Inspection;
+use engine::lenses::{DepthFit, Inspection};
 use engine::sample::{Sample, SampleSpec};
 use engine::session::bench::{BenchResult, BenchSpec};
 use engine::session::{BackendChoice, DiagPoint, Experiment, Metrics, Panels, Writing, Written};
@@ -20,6 +19,19 @@ use crate::settings::Settings;
 pub const WORKER_URL: &str = "./worker_loader.js";
 /// The model worker (`reader`), started when the page first opens a model.
 pub const READER_URL: &str = "./worker_loader.js?worker=reader";
+
+/// What a browser test makes a worker do that a visitor never asks for.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(tag = "hook", rename_all = "snake_case")]
+pub enum TestHook {
+    /// A busy wait of `factor - 1` times each step's own time, so the worker runs as on a machine
+    /// `factor` times slower (Chromium cannot CPU-throttle a worker through DevTools).
+    Slowdown { factor: f64 },
+    /// Aborts the worker's wasm, as a bug or a failed allocation would.
+    Trap,
+    /// Makes the training worker's second worker trap (`shard_pool`).
+    TrapSecond,
+}
 
 /// The page to the worker.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -65,15 +77,8 @@ pub enum Command {
     LoadModel {
         names: Vec<String>,
     },
-    /// Test hook: a busy wait of `factor - 1` times each step's own time, so the worker runs as on a
-    /// machine `factor` times slower (Chromium cannot CPU-throttle a worker through DevTools).
-    Slowdown {
-        factor: f64,
-    },
-    /// Test hook: aborts the worker's wasm, as a bug or a failed allocation would.
-    Trap,
-    /// Test hook: makes the training worker's second worker trap (`shard_pool`).
-    TrapSecond,
+    /// The browser tests' hooks (`spherewalk.testing`), apart from what the page asks.
+    Test(TestHook),
     /// Asks for the GPU adapter once for the page: `auto` then needs no new request at each run, and
     /// the page can warn about a software adapter before a run starts.
     ProbeAdapter,

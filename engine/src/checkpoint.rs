@@ -176,7 +176,7 @@ impl Snapshot {
 
     /// The flat weights of a model file for `config`, refused when one is not finite.
     fn params_of(config: &TrainConfig, bytes: &[u8], path: &Path) -> Result<Vec<f32>> {
-        config.model.validate()?;
+        config.model.check()?;
         let layout = Layout::new(&config.model);
         let what = path.display().to_string();
         let params = flat_from_named(&layout, from_safetensors(bytes, &what)?, &what)?;

@@ -24,8 +24,10 @@
 //!   its forward pass (`gpu::forward`) also reads a text for a loaded model (`gpu::reader`).
 //! - `sample`: what the model writes: temperature, top-k and top-p from a seeded stream, through
 //!   the key/value cache, and its next-token predictions for a text.
-//! - `pretrained`: real transformers: the GPT-2 family from Hugging Face's files and GPT-2's
-//!   tokenizer, run by the same forward pass, and a text seen through every lens (`inspect`).
+//! - `pretrained`: real transformers: the GPT-2 family from Hugging Face's files with the model's
+//!   own tokenizer, run by the same forward pass.
+//! - `lenses`: a real model's reading of a text through every lens the lab has, and as the page's
+//!   panels draw it.
 //! - `science`: tokens on the sphere, attention as a Markov chain, Brownian, particle and JoMA
 //!   references.
 //! - `gradcheck` and `bench`: how we know it is right and how fast it is.
@@ -37,6 +39,7 @@ pub mod error;
 #[cfg(feature = "gpu")]
 pub mod gpu;
 pub mod gradcheck;
+pub mod lenses;
 pub mod memory;
 pub mod model;
 pub mod nn;

@@ -298,7 +298,8 @@ fn hostile_files_and_paths_are_refused_before_they_cost_anything() {
 
 #[test]
 fn the_page_view_holds_every_depth_head_and_piece() {
-    use engine::pretrained::{view::view, Pretrained};
+    use engine::lenses::view;
+    use engine::pretrained::Pretrained;
     let dir = scratch("view");
     fixture(&dir, &[]);
     let p = Pretrained::open(&dir, 1 << 30).unwrap();

@@ -3,5 +3,5 @@
 //! files, with its tokenizer. The training page never loads it.
 
 fn main() {
-    spherewalk::reader::start();
+    common::reader::start();
 }

@@ -2,5 +2,5 @@
 //! `worker_loader.js`): it owns the engine's session; the page only draws.
 
 fn main() {
-    spherewalk::worker::start();
+    common::worker::start();
 }

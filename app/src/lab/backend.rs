@@ -3,54 +3,46 @@
 
 use super::*;
 
-/// Where training runs: the user's choice.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum BackendChoice {
-    /// WebGPU on a hardware adapter, else the CPU (a software adapter is slower than the CPU path).
-    #[default]
-    Auto,
-    WebGpu,
-    Cpu,
+/// The page's words for the engine's backend choice (one type, the engine's; the form's option for
+/// `Gpu` is "webgpu", the API the page reaches it through).
+pub trait InWords {
+    fn id(self) -> &'static str;
+    fn label(self) -> &'static str;
+    /// The backend line before a run has picked its backend.
+    fn idle_line(self) -> String;
 }
 
-impl BackendChoice {
-    pub const ALL: [BackendChoice; 3] = [BackendChoice::Auto, BackendChoice::WebGpu, BackendChoice::Cpu];
+/// The choices in the order the form lists them.
+pub const CHOICES: [BackendChoice; 3] = [BackendChoice::Auto, BackendChoice::Gpu, BackendChoice::Cpu];
 
-    pub fn id(self) -> &'static str {
+/// The choice of a form option's id.
+pub fn choice_of(id: &str) -> Option<BackendChoice> {
+    CHOICES.into_iter().find(|b| b.id() == id)
+}
+
+impl InWords for BackendChoice {
+    fn id(self) -> &'static str {
         match self {
             BackendChoice::Auto => "auto",
-            BackendChoice::WebGpu => "webgpu",
+            BackendChoice::Gpu => "webgpu",
             BackendChoice::Cpu => "cpu",
         }
     }
 
-    pub fn label(self) -> &'static str {
+    fn label(self) -> &'static str {
         match self {
             BackendChoice::Auto => "auto (WebGPU on a hardware GPU, else CPU)",
-            BackendChoice::WebGpu => "WebGPU",
+            BackendChoice::Gpu => "WebGPU",
             BackendChoice::Cpu => "CPU",
         }
     }
 
-    pub fn from_id(id: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|b| b.id() == id)
-    }
-
-    pub(super) fn engine(self) -> EngineBackend {
-        match self {
-            BackendChoice::Auto => EngineBackend::Auto,
-            BackendChoice::WebGpu => EngineBackend::Gpu,
-            BackendChoice::Cpu => EngineBackend::Cpu,
-        }
-    }
-
-    /// The backend line before a run has picked its backend.
-    pub(super) fn idle_line(self) -> String {
+    fn idle_line(self) -> String {
         match self {
             BackendChoice::Auto => {
                 "Backend: auto (WebGPU on a hardware GPU, else CPU; chosen when the run starts)".into()
             }
-            BackendChoice::WebGpu => "Backend: WebGPU (the adapter is requested when the run starts)".into(),
+            BackendChoice::Gpu => "Backend: WebGPU (the adapter is requested when the run starts)".into(),
             BackendChoice::Cpu => "Backend: CPU".into(),
         }
     }
@@ -81,24 +73,24 @@ pub(super) fn backend_line(line: &str) -> (String, Option<String>) {
 impl Lab {
     /// The user picked a backend: a run in progress moves there, from its exact state.
     pub fn set_backend(self, choice: BackendChoice) {
-        if self.backend.get_untracked() == choice {
+        if self.backend.choice.get_untracked() == choice {
             return;
         }
-        self.backend.set(choice);
+        self.backend.choice.set(choice);
         if self.run_config.with_untracked(Option::is_none) {
-            self.backend_line.set(choice.idle_line());
-            self.backend_detail.set(None);
+            self.backend.line.set(choice.idle_line());
+            self.backend.detail.set(None);
         }
-        self.send(Command::SetBackend { choice: choice.engine() });
+        self.send(Command::SetBackend { choice });
         super::model_worker::set_backend(self);
     }
 
     /// Before a run: what choosing WebGPU means on this browser's adapter, when it is slow or absent.
     pub fn backend_warning(self) -> Option<String> {
-        if self.backend.get() != BackendChoice::WebGpu {
+        if self.backend.choice.get() != BackendChoice::Gpu {
             return None;
         }
-        match self.adapter.get()? {
+        match self.backend.adapter.get()? {
             Ok((name, true)) => Some(format!(
                 "WebGPU here runs on {name}, a software adapter: a step takes seconds, far slower than the CPU \
                  path. For a class, pick auto or CPU."
@@ -110,7 +102,7 @@ impl Lab {
 
     /// What the export records: "webgpu (adapter)" or "cpu".
     pub fn backend_in_use(self) -> String {
-        match self.on_gpu.get_untracked() {
+        match self.backend.on_gpu.get_untracked() {
             Some(adapter) => format!("webgpu ({adapter})"),
             None => "cpu".into(),
         }
@@ -120,7 +112,7 @@ impl Lab {
 /// The line under a panel drawn from a probe read back from the GPU.
 pub fn gpu_copy_note(lab: Lab) -> impl IntoView {
     view! {
-        <Show when=move || lab.on_gpu.with(Option::is_some)>
+        <Show when=move || lab.backend.on_gpu.with(Option::is_some)>
             <p class="note gpu-copy-note">
                 "Drawn from the weights read back from WebGPU at each probe step."
             </p>

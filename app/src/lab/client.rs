@@ -21,7 +21,7 @@ impl Client {
         mut on_message: impl FnMut(JsValue) + 'static,
         mut on_crash: impl FnMut(String) + 'static,
     ) -> Result<Client, String> {
-        let worker = web_sys::Worker::new(url).map_err(|e| spherewalk::js::error_text(&e))?;
+        let worker = web_sys::Worker::new(url).map_err(|e| common::js::error_text(&e))?;
         let on_message = Closure::<dyn FnMut(web_sys::MessageEvent)>::new(move |ev: web_sys::MessageEvent| {
             on_message(ev.data());
         });
@@ -59,4 +59,3 @@ impl Client {
         self.ready = false;
     }
 }
-

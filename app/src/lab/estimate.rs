@@ -34,8 +34,8 @@ pub fn estimate(lab: Lab) -> String {
         ),
         (Some(p), _) => format!(
             "{steps} steps (validation every {eval}) at {p} steps/s, a third of it for the first {}: about {}",
-            spherewalk::settings::slow_steps(steps),
-            time(spherewalk::settings::paced_ms(steps, steps, p) / 1000.0)
+            common::settings::slow_steps(steps),
+            time(common::settings::paced_ms(steps, steps, p) / 1000.0)
         ),
         (None, Some(_)) => format!(
             "{steps} steps (validation every {eval}) as fast as possible: about {} on the browser's CPU",
@@ -50,7 +50,7 @@ pub fn estimate(lab: Lab) -> String {
         out.push_str(&format!(". Slow size: about {t:.1} s a step in the browser"));
     }
     // Once steps are measured, what is left at the measured rate (this machine, this run).
-    let running = lab.phase.get() == spherewalk::protocol::Phase::Running;
+    let running = lab.phase.get() == common::protocol::Phase::Running;
     if let (true, Some(rate)) = (running, lab.steps_per_second.get().filter(|r| *r > 0.0)) {
         let left = steps.saturating_sub(lab.step.get());
         let rate = s.pace().map_or(rate, |p| p.min(rate));

@@ -3,6 +3,32 @@
 use super::backend::backend_line;
 use super::*;
 
+/// The last few times per step the worker measured: the page shows their median, which a single
+/// slow chunk (a save, a frame of the panels) does not move.
+const RECENT: usize = 9;
+
+thread_local! {
+    static RECENT_MS: std::cell::RefCell<std::collections::VecDeque<f64>> = const { std::cell::RefCell::new(std::collections::VecDeque::new()) };
+}
+
+/// `ms` added to the recent times; their median.
+fn steady_ms(ms: f64) -> f64 {
+    RECENT_MS.with_borrow_mut(|r| {
+        if r.len() == RECENT {
+            r.pop_front();
+        }
+        r.push_back(ms);
+        let mut sorted: Vec<f64> = r.iter().copied().collect();
+        sorted.sort_by(f64::total_cmp);
+        sorted[sorted.len() / 2]
+    })
+}
+
+/// A new run measures its own times.
+pub(super) fn forget_times() {
+    RECENT_MS.with_borrow_mut(|r| r.clear());
+}
+
 impl Lab {
     pub(super) fn on_event(self, event: Event, bulk: Vec<JsValue>) {
         match event {
@@ -17,9 +43,9 @@ impl Lab {
             Event::Run { config, settings, step, metrics, baselines, prompt } => {
                 self.keep_curve();
                 self.clear();
-                self.baselines.set(Some(baselines));
+                self.curves.baselines.set(Some(baselines));
                 self.writing.prompt.set(prompt);
-                self.saved.set(None);
+                self.storage.saved.set(None);
                 self.total_steps.set(config.steps);
                 self.eval_every.set(config.eval_every);
                 // A resumed or loaded run brings its settings; the page's own run echoes them (and then
@@ -34,11 +60,11 @@ impl Lab {
                 self.run_settings.set(settings.or_else(|| Some(Settings::from_config(&config))));
                 self.run_config.set(Some(*config));
                 self.step.set(step);
-                self.train.set(metrics.train);
-                self.val.set(metrics.val);
-                self.diagnostics.set(metrics.diagnostics);
+                self.curves.train.set(metrics.train);
+                self.curves.val.set(metrics.val);
+                self.curves.diagnostics.set(metrics.diagnostics);
             }
-            Event::Adapter { name, software, why } => self.adapter.set(Some(match (name, why) {
+            Event::Adapter { name, software, why } => self.backend.adapter.set(Some(match (name, why) {
                 (Some(name), _) => Ok((name, software)),
                 (None, why) => Err(why.unwrap_or_default()),
             })),
@@ -52,9 +78,9 @@ impl Lab {
             }
             Event::Backend { line, adapter } => {
                 let (line, detail) = backend_line(&line);
-                self.backend_line.set(line);
-                self.backend_detail.set(detail);
-                self.on_gpu.set(adapter);
+                self.backend.line.set(line);
+                self.backend.detail.set(detail);
+                self.backend.on_gpu.set(adapter);
             }
             Event::Progress { step, train, val, diagnostics, diag_text, ms_per_step, steps_per_second, seconds } => {
                 self.step.set(step);
@@ -62,18 +88,18 @@ impl Lab {
                     super::race::own_progress(self, &train, &val, seconds);
                 }
                 if !train.is_empty() {
-                    self.train.update(|t| t.extend(train));
+                    self.curves.train.update(|t| t.extend(train));
                 }
                 if !val.is_empty() {
-                    self.val.update(|v| v.extend(val));
+                    self.curves.val.update(|v| v.extend(val));
                 }
                 if !diagnostics.is_empty() {
-                    self.diagnostics.update(|d| d.extend(diagnostics));
+                    self.curves.diagnostics.update(|d| d.extend(diagnostics));
                 }
                 if diag_text.is_some() {
-                    self.diag_text.set(diag_text);
+                    self.curves.diag_text.set(diag_text);
                 }
-                self.ms_per_step.set(ms_per_step);
+                self.ms_per_step.set(ms_per_step.map(steady_ms));
                 self.steps_per_second.set(steps_per_second);
                 if self.phase.get_untracked() == Phase::Running {
                     self.error.set(None);
@@ -82,7 +108,7 @@ impl Lab {
             Event::Panels { mut panels } => {
                 panels.sphere = protocol::floats_of(bulk.first());
                 panels.attention = protocol::floats_of(bulk.get(1));
-                self.entropy.set(panels.entropy.iter().map(|e| (e.step, e.layers.clone())).collect());
+                self.curves.entropy.set(panels.entropy.iter().map(|e| (e.step, e.layers.clone())).collect());
                 super::real_model::on_run_panels(self, *panels);
             }
             Event::Opened { open, error } => super::real_model::on_opened(self, open, error),
@@ -99,21 +125,21 @@ impl Lab {
             Event::NonFinite { message, kept, metrics } => {
                 self.writing.history.update(|h| h.retain(|w| w.step <= kept));
                 self.step.set(kept);
-                self.train.set(metrics.train);
-                self.val.set(metrics.val);
-                self.diagnostics.set(metrics.diagnostics);
+                self.curves.train.set(metrics.train);
+                self.curves.val.set(metrics.val);
+                self.curves.diagnostics.set(metrics.diagnostics);
                 self.error.set(Some(message));
             }
             Event::Notice { text } => self.notice.set(Some(text)),
             Event::Error { text } => self.error.set(Some(text)),
             Event::Saved { step } => {
-                self.saved_step.set(Some(step));
-                self.save_failed.set(None);
+                self.storage.saved_step.set(Some(step));
+                self.storage.save_failed.set(None);
             }
-            Event::NotSaved { why } => self.save_failed.set(Some(why)),
+            Event::NotSaved { why } => self.storage.save_failed.set(Some(why)),
             Event::SavedRun { step, total, what } => {
                 if self.run_settings.with_untracked(Option::is_none) {
-                    self.saved.set(Some((step, total, what)));
+                    self.storage.saved.set(Some((step, total, what)));
                 }
             }
             Event::ModelFile { config_json } => {

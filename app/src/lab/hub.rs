@@ -58,7 +58,7 @@ pub async fn download(
     announced: Announced<'_>,
 ) -> Result<Option<Got>, String> {
     let window = web_sys::window().ok_or("no window")?;
-    let text = |e: JsValue| spherewalk::js::error_text(&e);
+    let text = |e: JsValue| common::js::error_text(&e);
     let cancelled = || "cancelled: nothing was opened".to_string();
     let (cache, mut note) = match window.caches() {
         Ok(c) => match JsFuture::from(c.open(CACHE)).await {

@@ -1,6 +1,6 @@
 //! The page's state, and its link to the training worker.
 //!
-//! The worker (`spherewalk::worker`) owns the run; this side sends it commands (start, pause,
+//! The worker (`common::worker`) owns the run; this side sends it commands (start, pause,
 //! step, reset, a new learning rate or backend, save and load) and turns its events into signals the
 //! views draw. Nothing here computes: the numbers arrive finished.
 //!
@@ -10,10 +10,11 @@
 //! samples kept, the writing controls, "Write more"), `real_model` the page's second mode (a GPT-2
 //! opened from its files: fetching them, and what it read and wrote).
 
+pub mod address;
 mod backend;
+mod client;
 pub mod estimate;
 mod events;
-mod client;
 pub mod export;
 pub mod hub;
 mod model_worker;
@@ -21,27 +22,28 @@ pub mod race;
 pub mod real_model;
 pub mod script_api;
 pub mod site;
+mod state;
 pub mod url_state;
 pub mod writing;
 
-pub use backend::{gpu_copy_note, BackendChoice};
+pub use backend::{choice_of, gpu_copy_note, InWords, CHOICES};
 pub(crate) use client::Client;
+pub use state::{Backend, Curves, Storage, View};
 
 use std::cell::RefCell;
 
-use engine::data::baseline::BaselineLoss;
-use engine::session::{BackendChoice as EngineBackend, DiagPoint, Experiment, Panels};
+use common::protocol::{self, Command, Event, Phase};
+use common::settings::Settings;
+use engine::session::{BackendChoice, Experiment, Panels};
 use engine::TrainConfig;
 use leptos::prelude::*;
-use spherewalk::protocol::{self, Command, Event, Phase};
-use spherewalk::settings::Settings;
 use wasm_bindgen::prelude::*;
 
 /// Earlier runs kept on the loss chart for comparison.
 const EARLIER_RUNS: usize = 3;
 /// Frames of sphere points drawn as trails.
 pub const TRAIL_LEN: usize = 12;
-pub use spherewalk::protocol::WORKER_URL;
+pub use common::protocol::WORKER_URL;
 
 /// One attention chain of the probe row: P of `layer` and `head`, to the power `k`.
 #[derive(Clone, Copy)]
@@ -89,46 +91,12 @@ pub struct Lab {
     pub total_steps: RwSignal<usize>,
     pub eval_every: RwSignal<usize>,
     pub step: RwSignal<usize>,
-    /// (completed steps, training loss of that step)
-    pub train: RwSignal<Vec<(usize, f32)>>,
-    /// (completed steps, validation loss after them)
-    pub val: RwSignal<Vec<(usize, f32)>>,
-    /// Earlier runs' training curves: (label, points).
-    pub earlier: RwSignal<Vec<EarlierRun>>,
     pub ms_per_step: RwSignal<Option<f64>>,
     pub steps_per_second: RwSignal<Option<f64>>,
     pub error: RwSignal<Option<String>>,
     pub panels: RwSignal<Option<Panels>>,
-    /// (step, mean attention entropy of each layer) of the probe row, at the recorded steps.
-    pub entropy: RwSignal<Vec<(usize, Vec<f64>)>>,
-    pub diagnostics: RwSignal<Vec<DiagPoint>>,
-    /// The last step's per-layer second-order diagnostics, as text.
-    pub diag_text: RwSignal<Option<String>>,
-    /// Rotation of the sphere view (radians).
-    pub yaw: RwSignal<f64>,
-    pub pitch: RwSignal<f64>,
-    /// The depth the sphere view and the Brownian panel show (0..=L).
-    pub depth: RwSignal<usize>,
-    /// The attention chain the heatmap and the sphere's arcs show: layer, head and power k.
-    pub chain: Chain,
-    /// The probe token whose attention row the sphere draws (click it, or pick it from the list).
-    pub selected: RwSignal<Option<usize>>,
-    /// A run saved in the browser's storage that can be resumed: (step, total, description).
-    pub saved: RwSignal<Option<(usize, usize, String)>>,
-    /// The step of the last save to the browser's storage.
-    pub saved_step: RwSignal<Option<usize>>,
-    /// Why the last save (or opening the storage) failed, until a save succeeds.
-    pub save_failed: RwSignal<Option<String>>,
     /// A note about the run (restored, model loaded, ...).
     pub notice: RwSignal<Option<String>>,
-    /// The backend the user picked.
-    pub backend: RwSignal<BackendChoice>,
-    /// "Backend: ..." as shown: the one in use and the adapter's name, or why not WebGPU.
-    pub backend_line: RwSignal<String>,
-    /// What the graphics stack said when the backend line puts it in plainer words.
-    pub backend_detail: RwSignal<Option<String>>,
-    /// The WebGPU adapter the run is on (None: on the CPU).
-    pub on_gpu: RwSignal<Option<String>>,
     /// The worker crashed: what happened (the page offers the last saved run).
     pub crashed: RwSignal<Option<String>>,
     /// The last run's summary (the scripting API's answer), as JSON text.
@@ -145,13 +113,14 @@ pub struct Lab {
     /// Counts the times the settings were replaced whole (a preset, a tour step, a link, a resumed
     /// run): a field's kept bad entry then gives way to the new value.
     pub replaced: RwSignal<u64>,
-    /// Counts changes of the page's layout (presenter mode, the window's size): charts redraw at
-    /// their new size.
-    pub layout: RwSignal<u64>,
-    /// The GPU adapter this browser offers: Ok((name, software)), or why there is none.
-    pub adapter: RwSignal<Option<Result<(String, bool), String>>>,
-    /// The run's count baselines (unigram, bigram), drawn on the loss chart with ln V.
-    pub baselines: RwSignal<Option<BaselineLoss>>,
+    /// The run's curves over its steps.
+    pub curves: Curves,
+    /// How the picture is looked at: the sphere's turn and depth, the chain, the token picked.
+    pub view: View,
+    /// The run kept in the browser's storage.
+    pub storage: Storage,
+    /// Where the run computes.
+    pub backend: Backend,
     /// What the model writes (`writing`).
     pub writing: writing::WritingState,
     /// The built-in English text, once fetched from the page's own server (`data/austen.txt`).
@@ -172,29 +141,11 @@ impl Lab {
             run_config: RwSignal::new(None),
             phase: RwSignal::new(Phase::Idle),
             step: RwSignal::new(0),
-            train: RwSignal::new(Vec::new()),
-            val: RwSignal::new(Vec::new()),
-            earlier: RwSignal::new(Vec::new()),
             ms_per_step: RwSignal::new(None),
             steps_per_second: RwSignal::new(None),
             error: RwSignal::new(None),
             panels: RwSignal::new(None),
-            entropy: RwSignal::new(Vec::new()),
-            diagnostics: RwSignal::new(Vec::new()),
-            diag_text: RwSignal::new(None),
-            yaw: RwSignal::new(0.6),
-            pitch: RwSignal::new(0.35),
-            depth: RwSignal::new(0),
-            chain: Chain { layer: RwSignal::new(0), head: RwSignal::new(0), k: RwSignal::new(1) },
-            selected: RwSignal::new(None),
-            saved: RwSignal::new(None),
-            saved_step: RwSignal::new(None),
-            save_failed: RwSignal::new(None),
             notice: RwSignal::new(None),
-            backend: RwSignal::new(BackendChoice::default()),
-            backend_line: RwSignal::new(BackendChoice::default().idle_line()),
-            backend_detail: RwSignal::new(None),
-            on_gpu: RwSignal::new(None),
             crashed: RwSignal::new(None),
             summary: RwSignal::new(None),
             download: RwSignal::new(None),
@@ -203,9 +154,10 @@ impl Lab {
             epoch: RwSignal::new(0),
             link_errors: RwSignal::new(Vec::new()),
             replaced: RwSignal::new(0),
-            layout: RwSignal::new(0),
-            adapter: RwSignal::new(None),
-            baselines: RwSignal::new(None),
+            curves: Curves::new(),
+            view: View::new(),
+            storage: Storage::new(),
+            backend: Backend::new(),
             writing: writing::WritingState::new(),
             corpus: RwSignal::new(None),
             real: real_model::RealModel::new(),
@@ -231,7 +183,7 @@ impl Lab {
             old.stop();
         }
         self.crashed.set(None);
-        self.send(Command::SetBackend { choice: self.backend.get_untracked().engine() });
+        self.send(Command::SetBackend { choice: self.backend.choice.get_untracked() });
         self.send(Command::CheckSaved);
         self.send(Command::ProbeAdapter);
     }
@@ -257,7 +209,7 @@ impl Lab {
 
     fn on_crash(self, what: String) {
         web_sys::console::error_1(&format!("Spherewalk: the training worker crashed: {what}").into());
-        let kept = self.saved_step.get_untracked();
+        let kept = self.storage.saved_step.get_untracked();
         let offer = match kept {
             Some(step) => {
                 format!("The last saved state (step {step}) is kept: press \"Restart and resume\" to go on from it.")
@@ -280,7 +232,7 @@ impl Lab {
     pub fn restart_and_resume(self) {
         self.spawn_worker();
         // With nothing saved there is nothing to resume: the new worker waits for a run.
-        if self.saved_step.get_untracked().is_some() || self.saved.with_untracked(Option::is_some) {
+        if self.storage.saved_step.get_untracked().is_some() || self.storage.saved.with_untracked(Option::is_some) {
             self.send(Command::ResumeSaved);
         }
     }
@@ -383,18 +335,18 @@ impl Lab {
         self.race.set(Vec::new());
         self.phase.set(Phase::Idle);
         self.send(Command::Reset);
-        self.saved_step.set(None);
+        self.storage.saved_step.set(None);
         self.run_settings.set(None);
         self.run_config.set(None);
         self.step.set(0);
         self.total_steps.set(self.settings.with_untracked(|s| s.steps));
-        self.backend_line.set(self.backend.get_untracked().idle_line());
-        self.backend_detail.set(None);
-        self.on_gpu.set(None);
+        self.backend.line.set(self.backend.choice.get_untracked().idle_line());
+        self.backend.detail.set(None);
+        self.backend.on_gpu.set(None);
     }
 
     fn keep_curve(self) {
-        let points = self.train.get_untracked();
+        let points = self.curves.train.get_untracked();
         if points.is_empty() {
             return;
         }
@@ -402,7 +354,9 @@ impl Lab {
             .run_settings
             .with_untracked(|s| s.as_ref().map(|s| format!("{} lr {}", s.optimizer, s.lr)))
             .unwrap_or_else(|| "earlier run".into());
-        self.earlier.update(|e| {
+        // One curve a setting: a rerun of the same optimizer and rate replaces its earlier curve.
+        self.curves.earlier.update(|e| {
+            e.retain(|(l, _)| *l != label);
             e.push((label, points));
             if e.len() > EARLIER_RUNS {
                 e.remove(0);
@@ -414,14 +368,15 @@ impl Lab {
         self.error.set(None);
         self.notice.set(None);
         self.writing.clear();
-        self.train.set(Vec::new());
-        self.val.set(Vec::new());
+        self.curves.train.set(Vec::new());
+        self.curves.val.set(Vec::new());
         self.ms_per_step.set(None);
+        events::forget_times();
         self.steps_per_second.set(None);
         self.panels.set(None);
-        self.entropy.set(Vec::new());
-        self.diagnostics.set(Vec::new());
-        self.diag_text.set(None);
+        self.curves.entropy.set(Vec::new());
+        self.curves.diagnostics.set(Vec::new());
+        self.curves.diag_text.set(None);
         self.summary.set(None);
     }
 
@@ -436,7 +391,7 @@ impl Lab {
             };
         }
         let mut exp = Experiment::new(settings.to_config()?);
-        exp.backend = self.backend.get_untracked().engine();
+        exp.backend = self.backend.choice.get_untracked();
         exp.writing = self.writing.schedule(exp.train.eval_every);
         Ok(exp)
     }
@@ -446,7 +401,7 @@ impl Lab {
         if self.corpus.with_untracked(Option::is_some) {
             return;
         }
-        let text = spherewalk::js::fetch_text("data/austen.txt")
+        let text = common::js::fetch_text("data/austen.txt")
             .await
             .map_err(|e| format!("the English text (data/austen.txt) could not be loaded: {e}"));
         self.corpus.set(Some(text));
@@ -512,10 +467,10 @@ impl Lab {
             "settings": settings,
             "config": config,
             "metrics": {
-                "train_loss": self.train.get_untracked(),
-                "val_loss": self.val.get_untracked(),
-                "attention_entropy": self.entropy.get_untracked(),
-                "second_order": self.diagnostics.get_untracked(),
+                "train_loss": self.curves.train.get_untracked(),
+                "val_loss": self.curves.val.get_untracked(),
+                "attention_entropy": self.curves.entropy.get_untracked(),
+                "second_order": self.curves.diagnostics.get_untracked(),
                 "ms_per_step": self.ms_per_step.get_untracked(),
             },
         });
@@ -523,12 +478,12 @@ impl Lab {
     }
 
     pub fn resume_saved(self) {
-        self.saved.set(None);
+        self.storage.saved.set(None);
         self.send(Command::ResumeSaved);
     }
 
     pub fn discard_saved(self) {
-        self.saved.set(None);
+        self.storage.saved.set(None);
         self.send(Command::DiscardSaved);
     }
 

@@ -1,11 +1,11 @@
-//! The page's link to the model worker (`spherewalk::reader`): started the first time the page
+//! The page's link to the model worker (`common::reader`): started the first time the page
 //! opens a model, told where to read (the Backend choice), and answered through the same events
 //! as the training worker. When it crashes the page says so; the next model opened starts a new one.
 
 use std::cell::{Cell, RefCell};
 
+use common::protocol::{self, Command, Event, READER_URL};
 use leptos::prelude::*;
-use spherewalk::protocol::{self, Command, Event, READER_URL};
 use wasm_bindgen::JsValue;
 
 use super::{real_model, Client, Lab};
@@ -26,7 +26,7 @@ pub fn send(lab: Lab, cmd: Command, bulk: Vec<JsValue>) {
             Ok(c) => MODEL.with_borrow_mut(|m| *m = Some(c)),
             Err(e) => return real_model::failed(lab, format!("the model worker could not start: {e}")),
         }
-        send(lab, Command::SetBackend { choice: lab.backend.get_untracked().engine() }, vec![]);
+        send(lab, Command::SetBackend { choice: lab.backend.choice.get_untracked() }, vec![]);
     }
     let (msg, transfer) = match protocol::encode(&cmd, bulk) {
         Ok(m) => m,
@@ -42,7 +42,7 @@ pub fn send(lab: Lab, cmd: Command, bulk: Vec<JsValue>) {
 /// The Backend choice reaches the model worker too, when it runs.
 pub fn set_backend(lab: Lab) {
     if MODEL.with_borrow(Option::is_some) && !DEAD.get() {
-        send(lab, Command::SetBackend { choice: lab.backend.get_untracked().engine() }, vec![]);
+        send(lab, Command::SetBackend { choice: lab.backend.choice.get_untracked() }, vec![]);
     }
 }
 

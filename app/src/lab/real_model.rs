@@ -1,14 +1,12 @@
 //! The page's second mode: a real model (GPT-2, in Hugging Face's files) opened from files the
 //! visitor picks or fetched from the hub by its id, what it read and what it wrote. The model
-//! worker holds the model (`spherewalk::reader`); here the page's side: the files on their way
+//! worker holds the model (`common::reader`); here the page's side: the files on their way
 //! (`hub`: progress, a cancel, the browser's Cache API), a model refused before its weights come
 //! when the tab could not hold it, the last choice winning over a download still running, and
 //! the answers.
 
+use engine::lenses::{with_depth, DepthFit, Inspection};
 use engine::memory::MODEL_BUDGET;
-use engine::pretrained::inspect::DepthFit;
-use engine::pretrained::view::with_depth;
-use engine::pretrained::Inspection;
 use engine::pretrained::{files, Pretrained};
 use engine::sample::{Sample, SampleSpec};
 use engine::session::Panels;
@@ -19,7 +17,7 @@ use wasm_bindgen_futures::JsFuture;
 
 use super::hub::{self, Got};
 use super::{model_worker, Lab};
-use spherewalk::protocol::{self, Command, OpenedModel};
+use common::protocol::{self, Command, OpenedModel};
 
 /// Ids of the model's reads and writes: above the writing panel's and scripts' (`writing`).
 pub const MODEL_IDS: u64 = 1 << 52;
@@ -115,10 +113,10 @@ pub fn set_mode(lab: Lab, mode: Mode) {
     let shown = lab.panels.get_untracked();
     lab.panels.set(m.other_panels.get_untracked());
     m.other_panels.set(shown);
-    lab.depth.set(0);
-    lab.selected.set(None);
-    lab.chain.layer.set(0);
-    lab.chain.head.set(0);
+    lab.view.depth.set(0);
+    lab.view.selected.set(None);
+    lab.view.chain.layer.set(0);
+    lab.view.chain.head.set(0);
     m.mode.set(mode);
 }
 
@@ -213,7 +211,7 @@ async fn read_file(f: &web_sys::File) -> Result<Uint8Array, String> {
     JsFuture::from(f.array_buffer())
         .await
         .map(|buf| Uint8Array::new(&buf))
-        .map_err(|e| format!("could not read {}: {}", f.name(), spherewalk::js::error_text(&e)))
+        .map_err(|e| format!("could not read {}: {}", f.name(), common::js::error_text(&e)))
 }
 
 /// A lone .safetensors picked in the model mode: if it is one of the lab's own checkpoints, it

@@ -33,17 +33,17 @@
 //!   latest frame's (T, T) attention, row-major, as the engine sent it) and `testing.frameSteps()`
 //!   (the steps of the recorded frames), to check the figures against.
 
+use common::protocol::{self, Command, Event, TestHook};
 use engine::sample::SampleSpec;
 use engine::session::bench::BenchSpec;
 use engine::session::Experiment;
 use js_sys::{Function, Object, Promise, Reflect};
 use leptos::prelude::WithUntracked;
-use spherewalk::protocol::{self, Command, Event};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
 use crate::lab::{Lab, WORKER_URL};
-use spherewalk::settings::MAX_STEPS;
+use common::settings::MAX_STEPS;
 
 fn set(obj: &Object, key: &str, value: &JsValue) {
     let _ = Reflect::set(obj, &key.into(), value);
@@ -162,7 +162,7 @@ fn train(config: JsValue, on_event: JsValue, options: JsValue) -> Promise {
 /// params, workers}`.
 fn bench(spec: JsValue) -> Promise {
     // Through JSON text, so a misspelt field is an error and a cycle never reaches the wasm.
-    let spec = json_of(&spec, "the bench settings").map_err(|e| spherewalk::js::error_text(&e)).and_then(|text| {
+    let spec = json_of(&spec, "the bench settings").map_err(|e| common::js::error_text(&e)).and_then(|text| {
         serde_json::from_str::<BenchSpec>(&text).map_err(|e| format!("the bench settings cannot be read: {e}"))
     });
     let spec = match spec {
@@ -187,7 +187,7 @@ fn json_of(value: &JsValue, what: &str) -> Result<String, JsValue> {
         return Err(refusal(&format!("{what} must be an object of settings, not {}", kind_of(value))));
     }
     let text = js_sys::JSON::stringify(value)
-        .map_err(|e| refusal(&format!("{what} cannot be read as JSON: {}", spherewalk::js::error_text(&e))))?;
+        .map_err(|e| refusal(&format!("{what} cannot be read as JSON: {}", common::js::error_text(&e))))?;
     // A value JSON has no text for (a toJSON that returns nothing) stringifies to undefined.
     text.as_string().ok_or_else(|| refusal(&format!("{what} has no JSON text (its toJSON gives nothing)")))
 }
@@ -297,13 +297,14 @@ pub fn install(lab: Lab) {
     });
     set(&api, "experiment", &experiment.into_js_value());
     let testing = Object::new();
-    let slow = Closure::<dyn Fn(f64)>::new(move |factor: f64| lab.send(Command::Slowdown { factor }));
+    let slow = Closure::<dyn Fn(f64)>::new(move |factor: f64| lab.send(Command::Test(TestHook::Slowdown { factor })));
     set(&testing, "slowWorker", &slow.into_js_value());
-    let trap = Closure::<dyn Fn()>::new(move || lab.send(Command::Trap));
+    let trap = Closure::<dyn Fn()>::new(move || lab.send(Command::Test(TestHook::Trap)));
     set(&testing, "trapWorker", &trap.into_js_value());
-    let trap_second = Closure::<dyn Fn()>::new(move || lab.send(Command::TrapSecond));
+    let trap_second = Closure::<dyn Fn()>::new(move || lab.send(Command::Test(TestHook::TrapSecond)));
     set(&testing, "trapSecondWorker", &trap_second.into_js_value());
-    let trap_model = Closure::<dyn Fn()>::new(move || super::model_worker::send(lab, Command::Trap, vec![]));
+    let trap_model =
+        Closure::<dyn Fn()>::new(move || super::model_worker::send(lab, Command::Test(TestHook::Trap), vec![]));
     set(&testing, "trapModelWorker", &trap_model.into_js_value());
     // The engine's numbers behind the figures, as the worker sent them, for the test to check the
     // drawings against: one head's attention matrix of the latest frame, and the recorded steps.

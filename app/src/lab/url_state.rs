@@ -1,7 +1,7 @@
 //! The experiment in the page's address: `#s=<settings as JSON, URI-encoded>`, or the short form
 //! `#preset=<id>`. Reading never fails the page: a bad value gives a message and the default.
 
-use spherewalk::settings::{Settings, PACES, URL_TEXT_LIMIT};
+use common::settings::{Settings, PACES, URL_TEXT_LIMIT};
 
 /// What a link asked for: the settings it gives (every good value kept), a message for the page, and
 /// the fields it could not use with why (the form marks them).

@@ -4,11 +4,11 @@
 
 use std::cell::RefCell;
 
+use common::protocol::{self, Command};
 use engine::sample::{Sample, SampleSpec};
 use engine::session::{Writing, Written};
 use js_sys::Function;
 use leptos::prelude::*;
-use spherewalk::protocol::{self, Command};
 use wasm_bindgen::JsValue;
 
 use super::Lab;

@@ -10,7 +10,7 @@ use engine::gpu::reader::GpuReader;
 use engine::pretrained::Pretrained;
 use engine::session::BackendChoice;
 
-use crate::protocol::{Command, Event};
+use crate::protocol::{Command, Event, TestHook};
 use crate::worker::mailbox::Mailbox;
 
 /// Starts the model worker: listens for commands and says it is ready.
@@ -51,7 +51,7 @@ impl Reader {
                     self.gpu = self.gpu.take().filter(|r| r.is_ok());
                 }
                 // What a bug or a failed allocation does to the wasm: the page must notice.
-                Command::Trap => core::arch::wasm32::unreachable(),
+                Command::Test(TestHook::Trap) => core::arch::wasm32::unreachable(),
                 _ => {
                     self.post(Event::Error { text: "the model worker opens, reads and writes a model; no more".into() })
                 }

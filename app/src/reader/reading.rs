@@ -4,9 +4,9 @@
 
 use engine::gpu::reader::GpuReader;
 use engine::gpu::{GpuContext, GpuError};
+use engine::lenses::{self, Read};
 use engine::memory::MODEL_BUDGET;
-use engine::pretrained::inspect::{self, Read};
-use engine::pretrained::{view, ModelFiles, Pretrained, TokenizerFiles};
+use engine::pretrained::{ModelFiles, Pretrained, TokenizerFiles};
 use engine::sample::{self, SampleSpec};
 use engine::session::BackendChoice;
 use wasm_bindgen::JsValue;
@@ -100,9 +100,9 @@ impl Reader {
         };
         let read = match on_gpu {
             Ok(r) => Ok(r),
-            Err(why) => inspect::read(p, text, MODEL_BUDGET).map(|r| Read { on: why.unwrap_or(r.on), ..r }),
+            Err(why) => lenses::read(p, text, MODEL_BUDGET).map(|r| Read { on: why.unwrap_or(r.on), ..r }),
         };
-        let reading = match read.and_then(|r| view::first_view(p, r)) {
+        let reading = match read.and_then(|r| lenses::first_view(p, r)) {
             Ok(r) => r,
             Err(e) => return self.post(Event::Reading { id, result: Err(e.to_string()) }),
         };
@@ -147,5 +147,7 @@ async fn gpu_read(
     let Some(Ok(r)) = gpu.as_ref() else {
         return Err(GpuError::NoAdapter("the GPU refused this model before".into()));
     };
-    r.read_text(p, text, MODEL_BUDGET).await
+    let ids = lenses::tokens_within(p, text, MODEL_BUDGET)?;
+    let (cache, logits) = r.read(&ids).await?;
+    Ok(Read { ids, cache, logits, on: format!("WebGPU ({})", r.context().adapter_name()) })
 }

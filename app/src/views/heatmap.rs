@@ -217,7 +217,7 @@ fn slider(
 #[component]
 pub fn AttentionPanel(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
     let canvas_ref = NodeRef::<Canvas>::new();
-    let Chain { layer, head, k } = lab.chain;
+    let Chain { layer, head, k } = lab.view.chain;
     let entropy = RwSignal::new(None::<f64>);
     let layout = RwSignal::new(None::<Layout>);
     // The cell under the pointer: (row, column, P_ij of the matrix shown).
@@ -225,8 +225,9 @@ pub fn AttentionPanel(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
     let hover_cell = Memo::new(move |_| hover.get().map(|(i, j, _)| (i, j)));
     let layers = move || lab.panels.with(|s| s.as_ref().map(|s| s.layers)).unwrap_or(lab.settings.with(|s| s.layers));
     let heads = move || lab.panels.with(|s| s.as_ref().map(|s| s.heads)).unwrap_or(lab.settings.with(|s| s.heads));
-    let matrix =
-        Memo::new(move |_| lab.panels.with(|s| s.as_ref().and_then(|s| lab.chain.matrix(s).map(|p| (p, s.context)))));
+    let matrix = Memo::new(move |_| {
+        lab.panels.with(|s| s.as_ref().and_then(|s| lab.view.chain.matrix(s).map(|p| (p, s.context))))
+    });
     let labels = Memo::new(move |_| {
         lab.panels
             .with(|s| s.as_ref().map(|s| s.symbols.iter().map(|x| glyph(x)).collect::<Vec<_>>()).unwrap_or_default())
@@ -234,8 +235,8 @@ pub fn AttentionPanel(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
 
     Effect::new(move |_| {
         let dark = dark.get();
-        lab.layout.track();
-        let selected = lab.selected.get();
+        lab.view.layout.track();
+        let selected = lab.view.selected.get();
         let hovered = hover_cell.get();
         let Some(canvas) = canvas_ref.get() else { return };
         let result = matrix.with(|m| {
@@ -321,6 +322,7 @@ pub fn AttentionPanel(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                 }}
             </p>
             {crate::views::panel::verdict_line("verdict-markov".into(), move || lab.panels.with(|p| p.as_ref().and_then(|p| p.verdicts.markov.clone())))}
+            {crate::views::panel::verdict_line("verdict-kernel".into(), move || lab.panels.with(|p| p.as_ref().and_then(|p| p.verdicts.kernel.clone())))}
             {crate::lab::gpu_copy_note(lab)}
         </Panel>
     }

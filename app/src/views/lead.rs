@@ -1,8 +1,8 @@
 //! The first screen's words: what the model is learning, in one line a visitor reads before
 //! anything else, and what a good loss is (the baselines beside the loss numbers).
 
+use common::settings::Settings;
 use engine::data::baseline::BaselineLoss;
-use spherewalk::settings::Settings;
 
 /// What the data set is, as a sentence's object.
 fn data_words(data: &str) -> &'static str {

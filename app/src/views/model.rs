@@ -157,13 +157,13 @@ pub fn ModelPanel(lab: Lab) -> impl IntoView {
     view! {
         <section id="panel-model" class="panel model-open" aria-label="a real model">
             <h2>"A real model: GPT-2"</h2>
-            <p class="caption">
+            <p class="caption model-intro">
                 "GPT-2 as Hugging Face keeps it (config.json and model.safetensors; about 0.5 GB to download and to \
                  store for gpt2), fetched by its id or picked from your disk. It runs here, in this tab: on the \
                  CPU, or on WebGPU as the Backend above says when the GPU can hold the weights; the browser keeps \
                  the files for the next visit."
             </p>
-            <div class="row">
+            <div class="row model-fetch">
                 <label for="hub-id">"Model id "</label>
                 <input
                     id="hub-id"

@@ -42,18 +42,61 @@ pub fn agreement_tag(agreement: Option<engine::session::Agreement>) -> &'static 
     }
 }
 
-/// A panel's claim answered in words (computed by the engine), marked by how it came out.
+/// How often a provisional verdict's words may change on screen: a class reads them.
+const READ_MS: f64 = 2000.0;
+
+/// `source` as shown: a new provisional verdict waits until [`READ_MS`] after the last one shown;
+/// the first, a settled one, or none at all shows at once.
+fn readable(
+    source: impl Fn() -> Option<engine::session::Verdict> + Send + Sync + Copy + 'static,
+) -> RwSignal<Option<engine::session::Verdict>> {
+    let shown = RwSignal::new(None);
+    let last = StoredValue::new(f64::NEG_INFINITY);
+    let waiting = StoredValue::new(false);
+    Effect::new(move |_| {
+        let v = source();
+        let now = common::js::now_ms();
+        let at_once = v.as_ref().is_none_or(|v| v.settled) || shown.with_untracked(Option::is_none);
+        if at_once || now - last.get_value() >= READ_MS {
+            shown.set(v);
+            last.set_value(now);
+        } else if !waiting.get_value() {
+            waiting.set_value(true);
+            let wait = READ_MS - (now - last.get_value());
+            set_timeout(
+                move || {
+                    waiting.set_value(false);
+                    last.set_value(common::js::now_ms());
+                    shown.set(untrack(source));
+                },
+                std::time::Duration::from_millis(wait.max(0.0) as u64),
+            );
+        }
+    });
+    shown
+}
+
+/// A panel's claim answered in words (computed by the engine), marked by how it came out; its
+/// words change at most every two seconds while provisional (`data-conclusion`: the answer alone).
 pub fn verdict_line(
     id: String,
     verdict: impl Fn() -> Option<engine::session::Verdict> + Send + Sync + Copy + 'static,
 ) -> impl IntoView {
-    let tag = move || agreement_tag(verdict().map(|v| v.agreement));
-    let settled = move || verdict().is_some_and(|v| v.settled);
+    let shown = readable(verdict);
+    let tag = move || agreement_tag(shown.with(|v| v.as_ref().map(|v| v.agreement)));
+    let settled = move || shown.with(|v| v.as_ref().is_some_and(|v| v.settled));
     let class = move || format!("verdict {}{}", tag(), if settled() { "" } else { " provisional" });
     view! {
-        <Show when=move || verdict().is_some()>
-            <p id=id.clone() class=class data-agreement=tag data-settled=move || settled().to_string() role="status">
-                {move || verdict().map(|v| v.sentence).unwrap_or_default()}
+        <Show when=move || shown.with(Option::is_some)>
+            <p
+                id=id.clone()
+                class=class
+                data-agreement=tag
+                data-settled=move || settled().to_string()
+                data-conclusion=move || shown.with(|v| v.as_ref().map(|v| v.conclusion.clone()).unwrap_or_default())
+                role="status"
+            >
+                {move || shown.with(|v| v.as_ref().map(|v| v.sentence.clone()).unwrap_or_default())}
             </p>
         </Show>
     }

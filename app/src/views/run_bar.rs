@@ -2,8 +2,8 @@
 //! with the run's estimated duration, then the run's numbers: status, step, losses (the
 //! validation loss beside what guessing scores) and time per step.
 
+use common::protocol::Phase;
 use leptos::prelude::*;
-use spherewalk::protocol::Phase;
 
 use crate::lab::{estimate, Lab};
 use crate::views::lead;
@@ -16,14 +16,14 @@ fn fmt_loss(v: Option<f32>) -> String {
 pub fn RunBar(lab: Lab) -> impl IntoView {
     // Until the engine is there nothing trains, whatever was pressed: the page says so.
     let status = move || if lab.site.loading.with(Option::is_some) { "loading" } else { lab.phase.get().status_text() };
-    let last_train = move || lab.train.with(|t| t.last().map(|p| p.1));
-    let last_val = move || lab.val.with(|v| v.last().map(|p| p.1));
+    let last_train = move || lab.curves.train.with(|t| t.last().map(|p| p.1));
+    let last_val = move || lab.curves.val.with(|v| v.last().map(|p| p.1));
     let step = move || lab.step.get();
     let pending = move || lab.pending();
     // The loss of a uniform guess and the full yardsticks sentence, once the run knows its data.
     let yardsticks = move || {
         let vocab = lab.run_config.with(|c| c.as_ref().map(|c| c.model.vocab))?;
-        Some(lead::yardsticks(vocab, &lab.baselines.get()?))
+        Some(lead::yardsticks(vocab, &lab.curves.baselines.get()?))
     };
     view! {
         <section class="controls" aria-label="run controls">
@@ -76,7 +76,7 @@ pub fn RunBar(lab: Lab) -> impl IntoView {
                         }
                     }
                 >
-                    {spherewalk::settings::PACES
+                    {common::settings::PACES
                         .into_iter()
                         .map(|p| {
                             let label = if p > 0.0 { format!("{p} steps/s") } else { "as fast as possible".to_string() };

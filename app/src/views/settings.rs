@@ -1,8 +1,8 @@
-//! The panel that edits the settings (`spherewalk::settings`).
+//! The panel that edits the settings (`common::settings`).
 
+use common::settings::{self, Settings, PRESETS};
 use engine::config::{DataSpec, OptimizerConfig};
 use leptos::prelude::*;
-use spherewalk::settings::{self, Settings, PRESETS};
 use wasm_bindgen::JsCast;
 use web_sys::HtmlInputElement;
 

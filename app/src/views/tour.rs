@@ -2,10 +2,10 @@
 //! its panel, says what to look for, and shows the verdict the engine measured on the run. The step
 //! lives in the address (`#tour=3`), so a teacher can link to it.
 
+use common::protocol::Phase;
+use common::settings::Settings;
 use engine::session::Verdict;
 use leptos::prelude::*;
-use spherewalk::protocol::Phase;
-use spherewalk::settings::Settings;
 use wasm_bindgen::JsCast;
 
 use crate::lab::Lab;
@@ -26,6 +26,8 @@ pub struct Step {
     pub preset: &'static str,
     /// The id of the panel the step points at.
     pub panel: &'static str,
+    /// The id of the verdict under that panel, which has the numbers.
+    pub verdict: &'static str,
     pub text: &'static str,
     pub look: &'static str,
     pub claim: Claim,
@@ -36,16 +38,18 @@ pub const STEPS: [Step; 6] = [
         title: "Tokens live on a sphere",
         preset: "sphere",
         panel: "panel-sphere",
+        verdict: "verdict-sphere",
         text: "LayerNorm subtracts each token's mean and divides by its spread, so every token vector lands on \
                the sphere of radius √d. The view shows one fixed sentence's tokens in 3-D.",
         look: "The dots never leave the ball's surface. Do tokens of the same kind (one colour each) gather as the model \
-               learns? The second line under the view measures it.",
+               learns? The lines under the view measure both.",
         claim: Claim::Sphere,
     },
     Step {
         title: "Attention is a random walk",
         preset: "sphere",
         panel: "panel-attention",
+        verdict: "verdict-markov",
         text: "Each row of an attention matrix is where one token looks: non-negative weights that sum to 1. \
                That is the transition matrix of a random walk over the positions; P^k is k steps of it.",
         look: "Bright cells are likely jumps. Raise the power k: the walk forgets where it started.",
@@ -55,6 +59,7 @@ pub const STEPS: [Step; 6] = [
         title: "Softmax is a Gaussian kernel",
         preset: "sphere",
         panel: "panel-attention",
+        verdict: "verdict-kernel",
         text: "exp(q·k/√d) = exp(-|q-k|²/(2√d)) times factors of |q| and |k|: on a sphere, where every key has \
                the same length, softmax attention is a normalised Gaussian kernel of the distance.",
         look: "The verdict measures how far the learned heads are from that kernel, and that the identity is exact on the sphere.",
@@ -64,15 +69,18 @@ pub const STEPS: [Step; 6] = [
         title: "Random walk or Brownian motion?",
         preset: "brownian",
         panel: "panel-brownian",
+        verdict: "verdict-brownian",
         text: "In the continuum limit a random walk on the sphere is Brownian motion: the mean cosine to the start \
                decays as exp(-(n-1)Dt/R²). Do the tokens move like that over training?",
-        look: "Blue dots (tokens) against the orange closed form and the green simulated walkers; turn on the ghosts in the sphere view.",
+        look: "Blue dots (tokens) against the orange closed form and the green simulated walkers; the rings in the \
+               sphere view are those walkers (Brownian ghosts).",
         claim: Claim::Brownian,
     },
     Step {
         title: "Second order against Adam",
         preset: "race",
         panel: "panel-loss",
+        verdict: "race-verdict",
         text: "CG-FAC and Adam train at the same time on the same data from the same weights.",
         look: "The loss chart compares them per step; the race chart per second of compute.",
         claim: Claim::Race,
@@ -81,6 +89,7 @@ pub const STEPS: [Step; 6] = [
         title: "JoMA: sparse, then dense",
         preset: "joma",
         panel: "panel-entropy",
+        verdict: "verdict-joma-0",
         text: "JoMA predicts that attention first concentrates on the tokens that co-occur most (entropy falls), then \
                spreads again as rarer ones are learned, when the MLP is nonlinear.",
         look: "Each layer's entropy line: a dip and a rebound? The preset's MLP is GELU: switch to identity to compare.",
@@ -131,7 +140,7 @@ fn verdict(lab: Lab, claim: Claim) -> Option<Verdict> {
     }
 }
 
-/// Opens step `n` (0-based): its experiment, its panel in view and marked, the address.
+/// Opens step `n` (0-based): its experiment, its panel marked, the address.
 pub fn open(lab: Lab, step: RwSignal<Option<usize>>, n: usize) {
     let Some(s) = STEPS.get(n) else { return };
     step.set(Some(n));
@@ -144,14 +153,15 @@ pub fn open(lab: Lab, step: RwSignal<Option<usize>>, n: usize) {
     focus(s.panel);
 }
 
-/// Below this width the card is a sheet at the bottom of the screen (CSS: the same breakpoint).
+/// Below this width the stage is one column and the card starts folded (CSS: the same breakpoint).
 const PHONE_WIDTH: f64 = 860.0;
-/// Space between the card, its panel and the window's edges, CSS px.
-const GAP: f64 = 12.0;
 
-/// Marks the step's panel, brings it into view and puts the card where it does not cover it.
+/// Marks the step's panel. The stage puts it beside the sphere with the card next to it (CSS), or
+/// on a phone the card and then its panel first: the page goes back to its top, where the run
+/// controls are.
 pub fn focus(panel: &str) {
-    let Some(doc) = web_sys::window().and_then(|w| w.document()) else { return };
+    let Some(win) = web_sys::window() else { return };
+    let Some(doc) = win.document() else { return };
     if let Ok(marked) = doc.query_selector_all(".tour-focus") {
         for i in 0..marked.length() {
             if let Some(e) = marked.item(i).and_then(|n| n.dyn_into::<web_sys::Element>().ok()) {
@@ -162,86 +172,22 @@ pub fn focus(panel: &str) {
     if let Some(e) = doc.get_element_by_id(panel) {
         let _ = e.class_list().add_1("tour-focus");
     }
-    place(panel);
+    win.scroll_to_with_x_and_y(0.0, 0.0);
 }
 
-/// Places the card again when its panel has moved on the page (a chart above it appeared at the
-/// end of a run, a panel grew) or the card has come to cover it (its text grew): the card follows
-/// its panel.
-fn follow(panel: &str) {
-    let Some(win) = web_sys::window() else { return };
-    let Some(doc) = win.document() else { return };
-    let (Some(card), Some(target)) = (doc.get_element_by_id("tour"), doc.get_element_by_id(panel)) else { return };
-    let Some(placed) = card.get_attribute("data-panel-top").and_then(|t| t.parse::<f64>().ok()) else { return };
-    let (p, c) = (target.get_bounding_client_rect(), card.get_bounding_client_rect());
-    let covers = c.bottom() > p.top() && c.top() < p.bottom() && c.right() > p.left() && c.left() < p.right();
-    if (p.top() + win.scroll_y().unwrap_or(0.0) - placed).abs() > 2.0 || covers {
-        place(panel);
-    }
-}
-
-/// The card beside its panel when the window has room on either side, else just above it across
-/// the page, the panel scrolled to sit under it; pinned to the page, so it scrolls with its panel
-/// and never covers it (nor the run controls at the top). On a phone, a sheet at the bottom of the
-/// screen with the panel scrolled to the top above it.
-pub fn place(panel: &str) {
-    let Some(win) = web_sys::window() else { return };
-    let Some(doc) = win.document() else { return };
-    let (Some(card), Some(target)) = (doc.get_element_by_id("tour"), doc.get_element_by_id(panel)) else { return };
-    let Ok(card) = card.dyn_into::<web_sys::HtmlElement>() else { return };
-    let size = |v: Result<wasm_bindgen::JsValue, _>| v.ok().and_then(|v| v.as_f64()).unwrap_or(0.0);
-    let (vw, vh) = (size(win.inner_width()), size(win.inner_height()));
-    let style = card.style();
-    let _ = card.class_list().remove_2("beside", "above");
-    let _ = card.remove_attribute("data-panel-top");
-    let _ = style.remove_property("left");
-    let _ = style.remove_property("top");
+/// Brings the panel's own verdict (with its numbers) into view and marks it for a moment.
+fn show_verdict(id: &str) {
+    let Some(e) = web_sys::window().and_then(|w| w.document()).and_then(|d| d.get_element_by_id(id)) else { return };
     let opts = web_sys::ScrollIntoViewOptions::new();
-    if vw < PHONE_WIDTH {
-        opts.set_block(web_sys::ScrollLogicalPosition::Start);
-        target.scroll_into_view_with_scroll_into_view_options(&opts);
-        return;
-    }
-    // Only as far as needed: a panel already in view stays where it is (and Start with it).
-    opts.set_block(web_sys::ScrollLogicalPosition::Nearest);
-    target.scroll_into_view_with_scroll_into_view_options(&opts);
-    let (sx, sy) = (win.scroll_x().unwrap_or(0.0), win.scroll_y().unwrap_or(0.0));
-    let (p, c) = (target.get_bounding_client_rect(), card.get_bounding_client_rect());
-    let _ = card.set_attribute("data-panel-top", &format!("{:.0}", p.top() + sy));
-    let left = if vw - p.right() >= c.width() + 2.0 * GAP {
-        Some(p.right() + GAP)
-    } else if p.left() >= c.width() + 2.0 * GAP {
-        Some(p.left() - GAP - c.width())
-    } else {
-        None
-    };
-    match left {
-        Some(left) => {
-            let top = p.top().min(vh - c.height() - GAP).max(GAP);
-            let _ = card.class_list().add_1("beside");
-            let _ = style.set_property("left", &format!("{}px", left + sx));
-            let _ = style.set_property("top", &format!("{}px", top + sy));
-        }
-        None => {
-            // Across the page at a fixed height (CSS), so later text cannot grow into the panel.
-            let _ = card.class_list().add_1("above");
-            let height = card.get_bounding_client_rect().height();
-            let top = (p.top() + sy - height - GAP).max(0.0);
-            let _ = style.set_property("top", &format!("{top}px"));
-            win.scroll_to_with_x_and_y(sx, (top - GAP).max(0.0));
-        }
-    }
+    opts.set_block(web_sys::ScrollLogicalPosition::Center);
+    e.scroll_into_view_with_scroll_into_view_options(&opts);
+    let _ = e.class_list().add_1("pointed");
 }
 
 #[component]
 pub fn TourPanel(lab: Lab, step: RwSignal<Option<usize>>) -> impl IntoView {
     let current = move || step.get().and_then(|n| STEPS.get(n).map(|s| (n, s)));
     let measured = move || current().and_then(|(_, s)| verdict(lab, s.claim));
-    let verdict_text = move || {
-        measured()
-            .map(|v| v.sentence)
-            .unwrap_or_else(|| "Press Start: the verdict appears once the run has measured it.".to_string())
-    };
     let settled = move || measured().is_some_and(|v| v.settled);
     // The diffusion step's final verdict, kept for the steps that build on it.
     let diffusion = RwSignal::new(None::<Verdict>);
@@ -264,30 +210,18 @@ pub fn TourPanel(lab: Lab, step: RwSignal<Option<usize>>) -> impl IntoView {
             })
             .unwrap_or_default()
     };
-    // Folded, the box keeps its title, the verdict and the buttons: the panels behind it show. On a
-    // phone it starts folded, a short sheet under its panel.
+    // Folded, the box keeps its title, the conclusion and the buttons. On a phone it starts folded.
     let phone =
         web_sys::window().and_then(|w| w.inner_width().ok()).and_then(|w| w.as_f64()).unwrap_or(0.0) < PHONE_WIDTH;
     let folded = RwSignal::new(phone);
-    let replace = move || {
-        if let Some((_, s)) = current() {
-            let panel = s.panel;
-            request_animation_frame(move || place(panel));
-        }
+    // The answer alone: the numbers are under the panel, once (the link brings them into view).
+    let conclusion = move || match measured() {
+        Some(v) if !v.conclusion.is_empty() => format!("{}.", v.conclusion),
+        Some(v) if v.sentence.starts_with("Measuring") => "measuring: not decided yet.".to_string(),
+        Some(v) => v.sentence,
+        None => "press Start: the verdict appears once the run has measured it.".to_string(),
     };
-    let resize = window_event_listener(leptos::ev::resize, move |_| replace());
-    on_cleanup(move || resize.remove());
-    let moved = set_interval_with_handle(
-        move || {
-            if let Some(s) = step.get_untracked().and_then(|n| STEPS.get(n)) {
-                follow(s.panel);
-            }
-        },
-        std::time::Duration::from_millis(400),
-    );
-    if let Ok(handle) = moved {
-        on_cleanup(move || handle.clear());
-    }
+    let verdict_id = move || current().map(|(_, s)| s.verdict).unwrap_or_default();
     view! {
         <Show when=move || current().is_some()>
             <section
@@ -300,20 +234,32 @@ pub fn TourPanel(lab: Lab, step: RwSignal<Option<usize>>) -> impl IntoView {
                 <h2 id="tour-title">
                     {move || current().map(|(n, s)| format!("Tour, step {} of {}: {}", n + 1, STEPS.len(), s.title)).unwrap_or_default()}
                 </h2>
-                <Show when=move || !folded.get()>
-                    <p id="tour-text">{text}</p>
-                    <p><strong>"Look for: "</strong>{move || current().map(|(_, s)| s.look).unwrap_or_default()}</p>
-                </Show>
-                <p
-                    id="tour-verdict"
-                    class=move || if settled() { "" } else { "provisional" }
-                    data-settled=move || settled().to_string()
-                    data-agreement=move || crate::views::panel::agreement_tag(measured().map(|v| v.agreement))
-                >
-                    <strong>"Measured: "</strong>
-                    {verdict_text}
-                </p>
-                <div class="row">
+                <div class="tour-body">
+                    <Show when=move || !folded.get()>
+                        <p id="tour-text">{text}</p>
+                        <p><strong>"Look for: "</strong>{move || current().map(|(_, s)| s.look).unwrap_or_default()}</p>
+                    </Show>
+                    <p
+                        id="tour-verdict"
+                        class=move || if settled() { "" } else { "provisional" }
+                        data-settled=move || settled().to_string()
+                        data-agreement=move || crate::views::panel::agreement_tag(measured().map(|v| v.agreement))
+                        data-conclusion=move || measured().map(|v| v.conclusion).unwrap_or_default()
+                    >
+                        <strong>{move || if settled() { "Measured: " } else { "So far: " }}</strong>
+                        {conclusion}
+                        " "
+                        <button
+                            id="tour-numbers"
+                            type="button"
+                            class="link"
+                            on:click=move |_| show_verdict(verdict_id())
+                        >
+                            "the numbers, under the panel"
+                        </button>
+                    </p>
+                </div>
+                <div class="row tour-buttons">
                     <button
                         id="tour-run"
                         type="button"
@@ -354,10 +300,7 @@ pub fn TourPanel(lab: Lab, step: RwSignal<Option<usize>>) -> impl IntoView {
                         type="button"
                         class="small"
                         aria-expanded=move || (!folded.get()).to_string()
-                        on:click=move |_| {
-                            folded.update(|f| *f = !*f);
-                            replace();
-                        }
+                        on:click=move |_| folded.update(|f| *f = !*f)
                     >
                         {move || if folded.get() { "Show the text" } else { "Fold" }}
                     </button>

@@ -1,6 +1,7 @@
-//! "The model writes": the continuation of a prompt at every evaluation, each character shaded by
-//! the probability it was drawn with (hover: the candidates), the earlier samples (step -> text),
-//! the controls (prompt, temperature, top-k, "Write more"), and the probe row's next-character view.
+//! "The model writes": the continuation of a prompt at every evaluation, each character underlined
+//! as strongly as the probability it was drawn with (a click or a tap: its candidates, in a box as
+//! large as the page's text), the earlier samples whole, newest first (step -> text), the controls
+//! (prompt, temperature, top-k, "Write more"), and the probe row's next-character view.
 
 use engine::sample::{Prediction, Sample, Step};
 use leptos::prelude::*;
@@ -21,20 +22,37 @@ fn candidates(top: &[(String, f64)]) -> (String, String) {
     (data, hover.join(", "))
 }
 
-/// One written token: shaded by its probability, candidates on hover; drawn in one after another.
-fn token_view(i: usize, s: &Step) -> impl IntoView {
+/// A character picked for its candidates: what it is, how it came, and what else the model weighed.
+#[derive(Clone, Debug, PartialEq)]
+struct Picked {
+    what: String,
+    top: Vec<(String, f64)>,
+}
+
+/// One written token: underlined by its probability, its candidates on a click or a tap (and on
+/// hover); drawn in one after another.
+fn token_view(i: usize, s: &Step, picked: RwSignal<Option<Picked>>) -> impl IntoView {
     let (data, hover) = candidates(&s.top);
     let title = format!("drawn with probability {:.0}%; the model's candidates: {hover}", s.p * 100.0);
     let style = format!("--p: {:.3}; animation-delay: {}ms", s.p, i * 25);
+    let what = format!("\"{}\" was drawn with probability {:.0}%", s.text.escape_debug(), s.p * 100.0);
+    let top = s.top.clone();
     view! {
-        <span class="tok" style=style title=title data-p=format!("{:.4}", s.p) data-top=data>
+        <span
+            class="tok"
+            style=style
+            title=title
+            data-p=format!("{:.4}", s.p)
+            data-top=data
+            on:click=move |_| picked.set(Some(Picked { what: what.clone(), top: top.clone() }))
+        >
             {shown(&s.text)}
         </span>
     }
 }
 
-fn sample_view(s: &Sample) -> impl IntoView {
-    let tokens = s.steps.iter().enumerate().map(|(i, t)| token_view(i, t)).collect_view();
+fn sample_view(s: &Sample, picked: RwSignal<Option<Picked>>) -> impl IntoView {
+    let tokens = s.steps.iter().enumerate().map(|(i, t)| token_view(i, t, picked)).collect_view();
     view! {
         <span class="prompt">{shown(&s.prompt)}</span>
         {tokens}
@@ -42,7 +60,7 @@ fn sample_view(s: &Sample) -> impl IntoView {
 }
 
 /// One position of the probe row: the next character, coloured by how well it was predicted.
-fn prediction_view(p: &Prediction) -> impl IntoView {
+fn prediction_view(p: &Prediction, picked: RwSignal<Option<Picked>>) -> impl IntoView {
     let (data, hover) = candidates(&p.top);
     let title = format!(
         "the model gave \"{}\" {:.0}% (loss {:.2} nats); its candidates: {hover}",
@@ -50,16 +68,48 @@ fn prediction_view(p: &Prediction) -> impl IntoView {
         p.p * 100.0,
         p.loss
     );
+    let what = format!("the model gave \"{}\" {:.0}% before seeing it", p.text.escape_debug(), p.p * 100.0);
+    let top = p.top.clone();
     view! {
-        <span class="pred" style=format!("--p: {:.3}", p.p) title=title data-p=format!("{:.4}", p.p) data-top=data>
+        <span
+            class="pred"
+            style=format!("--p: {:.3}", p.p)
+            title=title
+            data-p=format!("{:.4}", p.p)
+            data-top=data
+            on:click=move |_| picked.set(Some(Picked { what: what.clone(), top: top.clone() }))
+        >
             {shown(&p.text)}
         </span>
+    }
+}
+
+/// The picked character's candidates, in a box in the page's own type size.
+fn candidates_box(picked: RwSignal<Option<Picked>>) -> impl IntoView {
+    move || {
+        picked.get().map(|p| {
+            let rows = p
+                .top
+                .iter()
+                .map(|(t, q)| view! { <tr><th scope="row">{format!("\"{}\"", shown(t))}</th><td>{format!("{:.1}%", q * 100.0)}</td></tr> })
+                .collect_view();
+            view! {
+                <div id="writing-candidates" class="banner candidates" role="dialog" aria-label="the model's candidates">
+                    <p>{p.what.clone()}{"; the model's candidates:"}</p>
+                    <table>
+                        <tbody>{rows}</tbody>
+                    </table>
+                    <button type="button" class="small" on:click=move |_| picked.set(None)>"Close"</button>
+                </div>
+            }
+        })
     }
 }
 
 #[component]
 pub fn WritingPanel(lab: Lab) -> impl IntoView {
     let w = lab.writing;
+    let picked = RwSignal::new(None::<Picked>);
     let latest = move || w.history.with(|h| h.last().cloned());
     let on_prompt = move |ev| {
         w.prompt.set(event_target_value(&ev));
@@ -82,9 +132,9 @@ pub fn WritingPanel(lab: Lab) -> impl IntoView {
             name="writing"
             title="The model writes"
             explain="At step 0 and at every evaluation the model continues the prompt (underlined) one character at a \
-                time, each drawn at random from the probabilities it predicts at this temperature: the darker a \
-                character's background, the surer the model was; hover over it for the other characters it \
-                considered. Earlier samples stay below, so you can see the text improve."
+                time, each drawn at random from the probabilities it predicts at this temperature: the thicker a \
+                character's underline, the surer the model was; click or tap it for the other characters it \
+                considered. Earlier samples stay below, newest first, so you can see the text improve."
         >
             <Show when=move || w.error.with(Option::is_some)>
                 <p id="writing-error" class="error" role="alert">{move || w.error.get().unwrap_or_default()}</p>
@@ -100,13 +150,14 @@ pub fn WritingPanel(lab: Lab) -> impl IntoView {
                     Some(l) => {
                         view! {
                             <span class="writing-step">{format!("step {}: ", l.step)}</span>
-                            {sample_view(&l.sample)}
+                            {sample_view(&l.sample, picked)}
                         }
                             .into_any()
                     }
                     None => "Start the run: the model writes at step 0 and at every evaluation.".into_any(),
                 }}
             </p>
+            {candidates_box(picked)}
             <div class="writing-controls">
                 <label>
                     "Prompt "
@@ -154,7 +205,7 @@ pub fn WritingPanel(lab: Lab) -> impl IntoView {
             </div>
             <Show when=move || w.more.with(Option::is_some)>
                 <p id="writing-more" class="writing" data-text=move || w.more.with(|m| m.as_ref().map(|m| m.text.clone()))>
-                    {move || w.more.with(|m| m.as_ref().map(sample_view))}
+                    {move || w.more.with(|m| m.as_ref().map(|m| sample_view(m, picked)))}
                 </p>
             </Show>
             <details id="writing-history" open>
@@ -166,7 +217,7 @@ pub fn WritingPanel(lab: Lab) -> impl IntoView {
                             .into_iter()
                             .rev()
                             .skip(1)
-                            .take(8)
+                            .take(6)
                             .map(|h| {
                                 view! {
                                     <li data-step=h.step.to_string()>
@@ -185,7 +236,7 @@ pub fn WritingPanel(lab: Lab) -> impl IntoView {
                 "before seeing it: blue it expected, orange it did not."
             </p>
             <p id="next-char" class="writing">
-                {move || latest().map(|l| l.predictions.iter().map(prediction_view).collect_view())}
+                {move || latest().map(|l| l.predictions.iter().map(|p| prediction_view(p, picked)).collect_view())}
             </p>
         </Panel>
     }

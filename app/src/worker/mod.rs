@@ -27,7 +27,7 @@ use engine::train::remote::{ShardPool, ShardTask, ShardWorker};
 use wasm_bindgen::prelude::*;
 
 use crate::js::{now_ms, yield_now};
-use crate::protocol::{self, Command, Event, Phase};
+use crate::protocol::{self, Command, Event, Phase, TestHook};
 use crate::settings::Settings;
 use mailbox::{Mailbox, Message};
 use shard_pool::SecondWorker;
@@ -225,12 +225,12 @@ impl Worker {
                     names.into_iter().enumerate().map(|(i, n)| (n, protocol::bytes_of(bulk.get(i)))).collect();
                 self.load_model(files).await;
             }
-            Command::Slowdown { factor } => self.slowdown = factor.max(1.0),
+            Command::Test(TestHook::Slowdown { factor }) => self.slowdown = factor.max(1.0),
             // What a bug or a failed allocation does to the wasm: the page must notice.
-            Command::Trap => core::arch::wasm32::unreachable(),
-            Command::TrapSecond => {
+            Command::Test(TestHook::Trap) => core::arch::wasm32::unreachable(),
+            Command::Test(TestHook::TrapSecond) => {
                 if let Some(w) = &self.second {
-                    w.send(&Command::Trap);
+                    w.send(&Command::Test(TestHook::Trap));
                 }
             }
             Command::Sample { spec, id } => {

@@ -12,7 +12,8 @@ use super::matmul::{Dims, Matmul, View, Zeros};
 use super::softmax::Softmax;
 use super::{GpuContext, GpuError, Op, Result, Tensor};
 use crate::config::ModelConfig;
-use crate::model::architecture::{Layer, LinearId, LinearSpec, Norm, Slot, BLOCK};
+use crate::model::architecture::{Layer, Norm, Slot, BLOCK};
+use crate::model::linears::{LinearId, LinearSpec};
 use crate::model::params::Layout;
 
 /// The kernel families a forward pass uses, each with its pipelines built once.

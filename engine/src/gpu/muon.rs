@@ -8,7 +8,7 @@ use super::elementwise::{Elementwise, REDUCE_GROUPS};
 use super::matmul::{Dims, Matmul, View};
 use super::{f, grid_1d, Access, GpuContext, GpuError, Kernel, Op, Result, Tensor};
 use crate::config::MuonConfig;
-use crate::model::architecture::LinearId;
+use crate::model::linears::LinearId;
 use crate::model::Model;
 use crate::optim::{curvature, Take};
 

@@ -7,12 +7,9 @@ use super::forward::{Activations, Kernels, Pass};
 use super::{GpuContext, Result, Tensor};
 use crate::config::ModelConfig;
 use crate::error::Error;
-use crate::memory;
 use crate::model::cache::BlockCache;
 use crate::model::params::Layout;
 use crate::model::{Cache, Model};
-use crate::pretrained::inspect::{self, Read};
-use crate::pretrained::Pretrained;
 
 pub struct GpuReader {
     ctx: GpuContext,
@@ -92,15 +89,6 @@ impl GpuReader {
             };
         }
         Ok((cache, logits))
-    }
-
-    /// `text` read by `p` (the model this reader was made from) within the memory `budget`, as
-    /// `inspect`'s CPU read gives it.
-    pub async fn read_text(&self, p: &Pretrained, text: &str, budget: u64) -> Result<Read> {
-        let ids = inspect::tokens(p, text)?;
-        memory::check_read(&p.model.cfg, ids.len(), budget)?;
-        let (cache, logits) = self.read(&ids).await?;
-        Ok(Read { ids, cache, logits, on: format!("WebGPU ({})", self.ctx.adapter_name()) })
     }
 
     pub fn context(&self) -> &GpuContext {

@@ -8,7 +8,6 @@
 //! sequence that differed from the CPU's would fail them.
 
 use crate::config::ModelConfig;
-use crate::model::params::Layout;
 
 /// An activation of one block: its input `X` and output `Next` (the residual stream), and the
 /// rows its layers produce (the CPU's `BlockCache` fields of the same names).
@@ -144,42 +143,6 @@ pub const BLOCK: [Layer; 12] = [
     Layer::Residual { into: Slot::Next, from: Slot::H },
 ];
 
-/// A linear layer of the model.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum LinearId {
-    Block(usize, BlockLinear),
-    Head,
-}
-
-/// Where one linear layer `y = W a + b` keeps its weights: W (dout, din) and b (dout) as tensor
-/// indices of the `Layout`.
-#[derive(Clone, Debug)]
-pub struct LinearSpec {
-    pub id: LinearId,
-    pub name: String,
-    pub w: usize,
-    pub b: usize,
-    pub din: usize,
-    pub dout: usize,
-}
-
-impl LinearSpec {
-    pub fn of(layout: &Layout, id: LinearId) -> LinearSpec {
-        let (name, (w, b)) = match id {
-            LinearId::Block(i, r) => (format!("blocks.{i}.{}", r.name()), layout.blocks[i].linear(r)),
-            LinearId::Head => ("head".to_string(), (layout.head_w, layout.head_b)),
-        };
-        let shape = &layout.tensors[w].shape;
-        LinearSpec { id, name, w, b, din: shape[1], dout: shape[0] }
-    }
-}
-
-/// Every linear layer: each block's in forward order, then the head.
-pub fn linears(layout: &Layout) -> Vec<LinearSpec> {
-    let blocks = (0..layout.blocks.len()).flat_map(|i| BlockLinear::ALL.map(|r| LinearId::Block(i, r)));
-    blocks.chain([LinearId::Head]).map(|id| LinearSpec::of(layout, id)).collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -208,21 +171,5 @@ mod tests {
         for s in Slot::KEPT.into_iter().chain([Slot::Next]) {
             assert!(written.contains(&s), "{s:?} is never written");
         }
-    }
-
-    #[test]
-    fn linears_follow_the_parameter_names_and_shapes() {
-        let cfg =
-            ModelConfig { vocab: 11, d_model: 8, heads: 2, layers: 2, d_ff: 20, context: 5, ..Default::default() };
-        let layout = Layout::new(&cfg);
-        let all = linears(&layout);
-        assert_eq!(all.len(), 6 * 2 + 1);
-        for spec in &all {
-            assert_eq!(layout.tensors[spec.w].name, format!("{}.weight", spec.name));
-            assert_eq!(layout.tensors[spec.b].name, format!("{}.bias", spec.name));
-            assert_eq!(layout.tensors[spec.w].shape, vec![spec.dout, spec.din]);
-        }
-        let fc = LinearSpec::of(&layout, LinearId::Block(1, BlockLinear::Fc));
-        assert_eq!((fc.name.as_str(), fc.din, fc.dout), ("blocks.1.mlp.fc", 8, 20));
     }
 }

@@ -9,12 +9,13 @@ use rand_distr::{Distribution, Normal};
 pub mod architecture;
 pub mod cache;
 pub mod kv_cache;
+pub mod linears;
 pub mod params;
 
 pub use cache::{BlockCache, BlockGrads, Cache, Grads};
 pub use kv_cache::KvCache;
 
-use architecture::LinearId;
+use linears::LinearId;
 
 use crate::config::ModelConfig;
 use crate::error::{Error, Result};
@@ -61,13 +62,13 @@ impl<S: Scalar> Model<S> {
     /// GPT-2 initialisation: N(0, 0.02) matrices and embeddings, residual projections scaled by
     /// 1/sqrt(2L), unit LayerNorm gains, zero biases. Drawn in f64 so f32 and f64 models agree.
     pub fn new(cfg: ModelConfig) -> Result<Self> {
-        cfg.validate()?;
+        cfg.check()?;
         let layout = Layout::new(&cfg);
         let mut params = vec![S::zero(); layout.total];
         let mut r = rng(cfg.seed, Stream::Init, 0);
         let normal = Normal::new(0.0, 0.02).expect("valid normal");
         let resid_scale = 1.0 / (2.0 * cfg.layers as f64).sqrt();
-        let residual_outputs: Vec<usize> = architecture::linears(&layout)
+        let residual_outputs: Vec<usize> = linears::linears(&layout)
             .into_iter()
             .filter(|s| matches!(s.id, LinearId::Block(_, r) if r.feeds_residual()))
             .map(|s| s.w)
@@ -80,6 +81,27 @@ impl<S: Scalar> Model<S> {
             } else if info.name.ends_with("weight") {
                 dst.fill(S::one());
             }
+        }
+        Self::from_parts(cfg, layout, params)
+    }
+
+    /// A model from its parts, checked: every constructor (a new model, a checkpoint, a real
+    /// model opened from its files) comes through here, so a model's own checks hold for each.
+    pub fn from_parts(cfg: ModelConfig, layout: Layout, params: Vec<S>) -> Result<Self> {
+        cfg.check()?;
+        let wte = &layout.tensors[layout.wte].shape;
+        if layout.blocks.len() != cfg.layers || wte.as_slice() != [cfg.vocab, cfg.d_model] {
+            return Err(Error::Config(format!(
+                "the weights' layout ({} blocks, embedding {wte:?}) is not the one the config describes ({} layers, \
+                 [{}, {}])",
+                layout.blocks.len(),
+                cfg.layers,
+                cfg.vocab,
+                cfg.d_model
+            )));
+        }
+        if params.len() != layout.total {
+            return Err(Error::Config(format!("{} weights for a layout of {}", params.len(), layout.total)));
         }
         Ok(Model { cfg, layout, params })
     }

@@ -10,7 +10,7 @@
 //! the same on every data set. (Unscored positions still get gradient in the layers below the head,
 //! through attention; their g enters G there.)
 
-use crate::model::architecture::{linears, LinearId, LinearSpec};
+use crate::model::linears::{linears, LinearId, LinearSpec};
 use crate::model::{Cache, Grads, Model};
 
 /// One linear layer `y = W a + b`, W (dout, din), as `model::architecture` lists it.

@@ -9,7 +9,7 @@
 use crate::nn::matmul::{gemm, MatMut, MatRef};
 use crate::scalar::Scalar;
 
-pub use crate::config::Product;
+pub use super::settings::Product;
 
 /// One layer's operands: factors (for `Factors`) or the batch (for the matrix-free products).
 pub struct Operands<'a, S> {

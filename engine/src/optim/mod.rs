@@ -11,15 +11,16 @@ pub mod kronecker;
 pub mod muon;
 pub mod schedule;
 pub mod second_order;
+pub mod settings;
 pub mod sgd;
 pub mod soap;
 
 use std::collections::HashMap;
 
-use crate::config::OptimizerConfig;
 use crate::error::{Error, Result};
 use crate::model::{Cache, Grads, Model};
 use second_order::{Diagnostics, Method, SecondOrder};
+use settings::OptimizerConfig;
 
 /// What one step reads: the gradients and cache of the last forward/backward, and the learning
 /// rate `lr` (the schedule's `factor` times the base rate).
@@ -129,7 +130,8 @@ impl Optimizer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{ModelConfig, SecondOrderConfig};
+    use crate::config::ModelConfig;
+    use crate::optim::settings::SecondOrderConfig;
 
     #[test]
     fn a_failed_second_order_step_changes_nothing() {

@@ -3,9 +3,9 @@
 //! biases and the head take AdamW steps, as in the modded-nanogpt speedruns.
 
 use super::adam::Adam;
+use super::settings::MuonConfig;
 use super::{curvature, Take};
-use crate::config::MuonConfig;
-use crate::model::architecture::{LinearId, LinearSpec};
+use crate::model::linears::{LinearId, LinearSpec};
 use crate::model::{Grads, Model};
 use crate::nn::matmul::{gemm, MatMut, MatRef};
 

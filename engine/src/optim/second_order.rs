@@ -13,7 +13,7 @@ use super::kfac;
 use super::kronecker::{self, Operands, Product, Scratch};
 use super::{StepInput, Take};
 // The configuration lives with the other configurations; re-exported here where it is used.
-pub use crate::config::{Fisher, Method, SecondOrderConfig};
+pub use super::settings::{Fisher, Method, SecondOrderConfig};
 use crate::error::{Error, Result};
 use crate::model::{pair_mut, Grads, Model};
 use crate::nn::matmul::{gemm, MatMut, MatRef};

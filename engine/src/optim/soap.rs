@@ -17,10 +17,10 @@
 use nalgebra::DMatrix;
 
 use super::adam::Adam;
+use super::settings::SoapConfig;
 use super::{curvature, Take};
-use crate::config::SoapConfig;
 use crate::error::{Error, Result};
-use crate::model::architecture::LinearSpec;
+use crate::model::linears::LinearSpec;
 use crate::model::{Grads, Model};
 use crate::nn::matmul::{gemm, MatMut, MatRef};
 

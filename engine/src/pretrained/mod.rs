@@ -9,22 +9,18 @@
 //!   the head tied to the token embedding).
 //! - `tokenizer`: the model's own tokenizer, from `tokenizer.json` (or GPT-2's `vocab.json` and
 //!   `merges.txt`) through Hugging Face's `tokenizers`.
-//! - `inspect`: a text through the model, measured at every layer and head.
-//! - `view`: the same reading as the page's panels draw it (sphere, attention) with verdicts.
 //!
 //! GPT-2 is the engine's own architecture (Pre-LN, tanh GELU, LayerNorm eps 1e-5, learned
 //! positions), so the loaded model runs through the same `Model::forward` the lab trains with, or
-//! on the GPU through the trainer's forward ops (`gpu::reader`).
+//! on the GPU through the trainer's forward ops (`gpu::reader`); the lab's lenses on it are
+//! `crate::lenses`.
 
 pub mod files;
 pub mod hf_config;
-pub mod inspect;
 pub mod tokenizer;
-pub mod view;
 pub mod weights;
 
 pub use hf_config::HfConfig;
-pub use inspect::{inspect, Inspection};
 pub use tokenizer::{Tokenizer, TokenizerFiles};
 
 use crate::error::{Error, Result};
@@ -66,7 +62,7 @@ impl Pretrained {
             )));
         }
         let (layout, params) = weights::read(&cfg, files.weights)?;
-        Ok(Pretrained { name: name.to_string(), model: Model { cfg, layout, params }, tokenizer })
+        Ok(Pretrained { name: name.to_string(), model: Model::from_parts(cfg, layout, params)?, tokenizer })
     }
 
     /// Refuses writing that would run past the model's context: like `transformers`, the lab does

@@ -17,9 +17,9 @@ pub fn BrownianPanel(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
     let current = Memo::new(move |_| lab.panels.with(|s| s.as_ref().and_then(|s| s.brownian.clone())));
     // The depth slider moved: the worker analyses that depth now, also while paused.
     Effect::new(move |prev: Option<usize>| {
-        let depth = lab.depth.get();
+        let depth = lab.view.depth.get();
         if prev.is_some_and(|p| p != depth) {
-            lab.send(spherewalk::protocol::Command::SetDepth { depth });
+            lab.send(common::protocol::Command::SetDepth { depth });
         }
         depth
     });
@@ -155,7 +155,7 @@ pub fn BrownianPanel(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
 
 /// One curve of the Brownian panel's charts, in the palette's `color`.
 fn curve(label: String, color: usize, points: Vec<(f64, f64)>, dots: bool) -> Line {
-    Line { label, color: PALETTE[color], width: 2, points, dots }
+    Line { label, color: PALETTE[color], width: 2, points, dots, at_end: false }
 }
 
 /// The particles chart: the tokens' mean pairwise inner product (dots) and each fitted model's.

@@ -11,12 +11,13 @@ use crate::views::panel::Panel;
 #[component]
 pub fn DiagnosticsPanel(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
     let lines = move |_| {
-        let line = lab.diagnostics.with(|d| Line {
+        let line = lab.curves.diagnostics.with(|d| Line {
             label: "mean CG iterations".into(),
             color: PALETTE[2],
             width: 2,
             points: d.iter().map(|p| (p.step as f64, p.mean_iterations)).collect(),
             dots: false,
+            at_end: false,
         });
         (vec![line], lab.total_steps.get() as f64)
     };
@@ -37,7 +38,7 @@ pub fn DiagnosticsPanel(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
             hidden=Signal::derive(move || !OptimizerConfig::named(&second_order()).is_ok_and(|o| o.second_order().is_some()))
         >
             <pre id="diagnostics" aria-live="off">
-                {move || lab.diag_text.get().unwrap_or_else(|| "no second-order step yet".into())}
+                {move || lab.curves.diag_text.get().unwrap_or_else(|| "no second-order step yet".into())}
             </pre>
             <Chart
                 lab=lab
@@ -49,7 +50,7 @@ pub fn DiagnosticsPanel(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                 y_desc="iterations"
                 height=260
                 lines=lines
-                data=vec![data("data-points", move || Some(lab.diagnostics.with(Vec::len).to_string()))]
+                data=vec![data("data-points", move || Some(lab.curves.diagnostics.with(Vec::len).to_string()))]
             />
         </Panel>
     }

@@ -10,7 +10,7 @@ use crate::views::panel::{verdict_line, Panel};
 #[component]
 pub fn EntropyPanel(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
     let values = move || {
-        lab.entropy.with(|e| {
+        lab.curves.entropy.with(|e| {
             let lines = plot::entropy_lines(e);
             let curves: Vec<&[(f64, f64)]> = lines.iter().map(|l| l.points.as_slice()).collect();
             serde_json::to_string(&curves).ok()
@@ -35,8 +35,8 @@ pub fn EntropyPanel(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                 label="mean attention entropy of each layer by training step"
                 caption="attention entropy of the probe row"
                 y_desc="nats"
-                lines=move |_| (lab.entropy.with(|e| plot::entropy_lines(e)), lab.total_steps.get() as f64)
-                data=vec![data("data-points", move || Some(lab.entropy.with(Vec::len).to_string())), data("data-values", values)]
+                lines=move |_| (lab.curves.entropy.with(|e| plot::entropy_lines(e)), lab.total_steps.get() as f64)
+                data=vec![data("data-points", move || Some(lab.curves.entropy.with(Vec::len).to_string())), data("data-values", values)]
             />
             <div id="verdict-joma">
                 {move || {

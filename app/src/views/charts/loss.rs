@@ -12,7 +12,8 @@ fn join_losses(points: &[(usize, f32)]) -> String {
     points.iter().map(|(_, l)| format!("{l:.5}")).collect::<Vec<_>>().join(",")
 }
 
-/// The race's rivals (entrant 1..) as lines against steps, with their validation points.
+/// The race's rivals (entrant 1..) as lines against steps, with their validation points: one
+/// colour and one legend entry an entrant.
 fn rival_lines(lab: Lab) -> Vec<Line> {
     let pts = |p: &[(usize, f32)]| p.iter().map(|&(s, l)| (s as f64, l as f64)).collect::<Vec<_>>();
     lab.race.with(|r| {
@@ -20,14 +21,15 @@ fn rival_lines(lab: Lab) -> Vec<Line> {
             .enumerate()
             .skip(1)
             .flat_map(|(i, e)| {
-                let line = |what: &str, points: &[(usize, f32)], dots| Line {
-                    label: format!("{what}, {}", e.label),
+                let line = |points: &[(usize, f32)], dots| Line {
+                    label: e.label.clone(),
                     color: plot::entrant_color(i),
                     width: 2,
                     points: pts(points),
                     dots,
+                    at_end: false,
                 };
-                [line("train loss", &e.train, false), line("validation", &e.val, true)]
+                [line(&e.train, false), line(&e.val, true)]
             })
             .collect()
     })
@@ -37,23 +39,30 @@ fn rival_lines(lab: Lab) -> Vec<Line> {
 pub fn LossPanel(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
     let vocab = move || lab.run_config.with(|c| c.as_ref().map(|c| c.model.vocab));
     let loss_lines = move |dark| {
+        // In a race each entrant is one colour and one legend entry (line: training, dots: validation).
         let own = lab.race.with(|r| r.first().map(|e| e.label.clone()));
-        let (train_label, val_label) = match &own {
-            Some(l) => (format!("train loss, {l}"), format!("validation, {l}")),
-            None => ("train loss".to_string(), "validation loss".to_string()),
+        let (train_label, val) = match &own {
+            Some(l) => (l.clone(), (l.clone(), plot::entrant_color(0))),
+            None => ("train loss".to_string(), ("validation loss".to_string(), plot::PALETTE[1])),
         };
-        let mut lines = lab.train.with(|t| {
-            lab.val.with(|v| lab.earlier.with(|e| plot::loss_lines(t, &train_label, v, &val_label, e, dark)))
+        let mut lines = lab.curves.train.with(|t| {
+            lab.curves
+                .val
+                .with(|v| lab.curves.earlier.with(|e| plot::loss_lines(t, &train_label, v, (&val.0, val.1), e, dark)))
         });
         lines.extend(rival_lines(lab));
         let x_max = lab.total_steps.get() as f64;
-        if let (Some(b), Some(v)) = (lab.baselines.get(), vocab()) {
+        if let (Some(b), Some(v)) = (lab.curves.baselines.get(), vocab()) {
             lines.extend(plot::baseline_lines(v, b.unigram, b.bigram, x_max, dark));
         }
         (lines, x_max)
     };
     let overfitting = move || {
-        let metrics = engine::session::Metrics { train: lab.train.get(), val: lab.val.get(), diagnostics: Vec::new() };
+        let metrics = engine::session::Metrics {
+            train: lab.curves.train.get(),
+            val: lab.curves.val.get(),
+            diagnostics: Vec::new(),
+        };
         metrics.overfitting().map(|o| o.text)
     };
     let race_lines = move |_| {
@@ -67,6 +76,7 @@ pub fn LossPanel(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                     width: 2,
                     points: e.by_time.iter().map(|&(t, l)| (t, l as f64)).collect(),
                     dots: false,
+                    at_end: false,
                 })
                 .collect();
             let x_max = r.iter().flat_map(|e| e.by_time.last().map(|p| p.0)).fold(0.0, f64::max);
@@ -95,36 +105,15 @@ pub fn LossPanel(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                 height=360
                 lines=loss_lines
                 data=vec![
-                    data("data-points", move || Some(lab.train.with(Vec::len).to_string())),
-                    data("data-train-losses", move || Some(lab.train.with(|t| join_losses(t)))),
-                    data("data-val-losses", move || Some(lab.val.with(|v| join_losses(v)))),
+                    data("data-points", move || Some(lab.curves.train.with(Vec::len).to_string())),
+                    data("data-train-losses", move || Some(lab.curves.train.with(|t| join_losses(t)))),
+                    data("data-val-losses", move || Some(lab.curves.val.with(|v| join_losses(v)))),
                     data("data-baselines", move || {
-                        lab.baselines.get().zip(vocab()).map(|(b, v)| format!("{:.5},{:.5},{:.5}", (v as f64).ln(), b.unigram, b.bigram))
+                        lab.curves.baselines.get().zip(vocab()).map(|(b, v)| format!("{:.5},{:.5},{:.5}", (v as f64).ln(), b.unigram, b.bigram))
                     }),
                 ]
             />
-            <p id="baselines" class="note">
-                {move || {
-                    lab.baselines.get().zip(vocab()).map(|(b, v)| {
-                        format!(
-                            "Without learning: a uniform guess among the {v} symbols scores {:.2}, letter frequencies \
-                             (unigram) {:.2}, the previous symbol alone (bigram) {:.2}.",
-                            (v as f64).ln(),
-                            b.unigram,
-                            b.bigram
-                        )
-                    })
-                }}
-            </p>
-            <Show when=move || overfitting().is_some()>
-                <p id="overfitting" class="error" role="status">{move || overfitting().unwrap_or_default()}</p>
-            </Show>
             <Show when=move || lab.race.with(|r| !r.is_empty())>
-                <p class="note">
-                    "A race: the entrants train at the same time, each in its own worker, on the same data from the "
-                    "same initial weights. Above against steps (sample efficiency), below against seconds of compute "
-                    "(the second-order step costs more per step)."
-                </p>
                 <Chart
                     lab=lab
                     dark=dark
@@ -142,6 +131,12 @@ pub fn LossPanel(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                     ]
                 />
                 {verdict_line("race-verdict".into(), move || crate::lab::race::verdict(lab))}
+                <p class="note">
+                    "A race: the entrants train at the same time, each in its own worker, on the same data from the "
+                    "same initial weights; above against steps (lines: training loss, dots: validation), here against "
+                    "seconds of compute (the second-order step costs more per step)."
+                </p>
+                <div class="table-scroll">
                 <table id="race-stats" class="race-stats">
                     {column_heads(&["entrant", "step", "train loss", "validation loss", "seconds"])}
                     <tbody>
@@ -165,6 +160,23 @@ pub fn LossPanel(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                         }}
                     </tbody>
                 </table>
+                </div>
+            </Show>
+            <p id="baselines" class="note">
+                {move || {
+                    lab.curves.baselines.get().zip(vocab()).map(|(b, v)| {
+                        format!(
+                            "Without learning: a uniform guess among the {v} symbols scores {:.2}, letter frequencies \
+                             (unigram) {:.2}, the previous symbol alone (bigram) {:.2}.",
+                            (v as f64).ln(),
+                            b.unigram,
+                            b.bigram
+                        )
+                    })
+                }}
+            </p>
+            <Show when=move || overfitting().is_some()>
+                <p id="overfitting" class="error" role="status">{move || overfitting().unwrap_or_default()}</p>
             </Show>
         </Panel>
     }

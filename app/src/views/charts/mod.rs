@@ -53,7 +53,7 @@ pub fn Chart(
     let canvas_ref = NodeRef::<Canvas>::new();
     Effect::new(move |_| {
         let dark = dark.get();
-        lab.layout.track();
+        lab.view.layout.track();
         let (lines, x_max) = lines(dark);
         let Some(canvas) = canvas_ref.get() else { return };
         if let Err(e) = plot::draw_lines(canvas, caption, x_desc, y_desc, &lines, x_max, dark) {

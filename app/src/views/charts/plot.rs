@@ -1,8 +1,6 @@
 //! Plots drawn with plotters on `<canvas>`: the loss (with earlier runs for comparison), attention
 //! entropy per layer over training, and the second-order optimizers' CG diagnostics.
 
-use std::ops::Range;
-
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
@@ -83,6 +81,33 @@ pub struct Line {
     pub points: Vec<(f64, f64)>,
     /// Draw as dots instead of a line.
     pub dots: bool,
+    /// Where its label goes: the legend under the plot (lines of one label share one entry, a line
+    /// and dots together), or the line's own right end (a level line).
+    pub at_end: bool,
+}
+
+/// One entry of the legend: its label and colour, and whether it shows a line, dots or both.
+struct Entry<'a> {
+    label: &'a str,
+    color: RGBColor,
+    width: u32,
+    line: bool,
+    dots: bool,
+}
+
+/// The legend's entries: one per label, in the lines' order.
+fn entries(lines: &[Line]) -> Vec<Entry<'_>> {
+    let mut out: Vec<Entry> = Vec::new();
+    for l in lines.iter().filter(|l| !l.at_end) {
+        match out.iter_mut().find(|e| e.label == l.label) {
+            Some(e) => {
+                e.line |= !l.dots;
+                e.dots |= l.dots;
+            }
+            None => out.push(Entry { label: &l.label, color: l.color, width: l.width, line: !l.dots, dots: l.dots }),
+        }
+    }
+    out
 }
 
 fn range(lines: &[Line], floor_zero: bool) -> (f64, f64) {
@@ -116,16 +141,44 @@ pub fn draw_lines(
     // As many tick labels as fit without touching: a small chart shows fewer.
     let ticks = |pixels: u32, per_label: f64| ((pixels as f64 / (per_label * text * s)) as usize).clamp(2, 10);
     let (x_ticks, y_ticks) = (ticks(canvas.width(), 5.0), ticks(canvas.height(), 2.5));
+    let width = canvas.width() as i32;
+    let element = canvas.clone();
     let backend = ChartCanvas::new(canvas).ok_or_else(|| "the canvas has no 2D context".to_string())?;
     let legend_font = ("sans-serif", text * s).into_font().color(&theme.fg);
-    let label_widths: Vec<u32> = lines.iter().map(|l| backend.text_size(&l.label, &css_font(&legend_font)).0).collect();
+    let keys = entries(lines);
+    let label_widths: Vec<i32> =
+        keys.iter().map(|e| backend.text_size(e.label, &css_font(&legend_font)).0 as i32).collect();
+    // The caption at its size if it fits the canvas, else at the labels' size.
+    let caption_px = {
+        let big = ("sans-serif", 1.25 * text * s).into_font().color(&theme.fg);
+        if (backend.text_size(caption, &css_font(&big)).0 as i32) < width - px(20.0) {
+            1.25 * text
+        } else {
+            text
+        }
+    };
+    // The legend's rows under the plot, as wide as the canvas allows: it never covers the data.
+    let (swatch, gap, row) = (room(24.0), room(14.0), room(20.0));
+    let mut rows: Vec<Vec<usize>> = vec![Vec::new()];
+    let mut used = px(10.0);
+    for (i, w) in label_widths.iter().enumerate() {
+        let need = swatch + room(6.0) + w + gap;
+        if used + need > width - px(10.0) && !rows.last().is_some_and(Vec::is_empty) {
+            rows.push(Vec::new());
+            used = px(10.0);
+        }
+        rows.last_mut().expect("a row").push(i);
+        used += need;
+    }
+    let band = if keys.is_empty() { 0 } else { rows.len() as i32 * row + room(6.0) };
     let root = backend.into_drawing_area();
     root.fill(&theme.bg).map_err(|e| e.to_string())?;
     let (lo, hi) = range(lines, true);
     let mut chart = ChartBuilder::on(&root)
         .margin(px(10.0))
         .margin_right(room(22.0))
-        .caption(caption, ("sans-serif", 1.25 * text * s).into_font().color(&theme.fg))
+        .margin_bottom(px(10.0) + band)
+        .caption(caption, ("sans-serif", caption_px * s).into_font().color(&theme.fg))
         .x_label_area_size(room(32.0))
         .y_label_area_size(room(48.0))
         .build_cartesian_2d(0f64..x_max.max(1.0), lo..hi)
@@ -154,61 +207,76 @@ pub fn draw_lines(
             chart.draw_series(LineSeries::new(pts, color.stroke_width(width))).map_err(|e| e.to_string())?;
         }
     }
-    if !lines.is_empty() {
-        let corner = legend_corner(lines, x_max.max(1.0), lo, hi);
-        let plot = chart.plotting_area().get_pixel_range();
-        draw_legend(&root, plot, corner, lines, &label_widths, &theme, &legend_font).map_err(|e| e.to_string())?;
+    // A level line's label at its right end, just above it; labels of close lines step apart.
+    let end_style = legend_font.pos(Pos::new(HPos::Right, VPos::Bottom));
+    let mut ends: Vec<((i32, i32), &str)> = lines
+        .iter()
+        .filter(|l| l.at_end)
+        .filter_map(|l| l.points.last().map(|p| (chart.backend_coord(p), l.label.as_str())))
+        .collect();
+    ends.sort_by_key(|e| e.0 .1);
+    let mut below = i32::MIN;
+    for ((x, y), label) in ends {
+        let y = (y - px(2.0)).max(below + row);
+        root.draw(&Text::new(label, (x - px(4.0), y), end_style.clone())).map_err(|e| e.to_string())?;
+        below = y;
     }
+    let plot = chart.plotting_area().get_pixel_range();
+    let top = plot.1.end + room(32.0) + room(4.0);
+    draw_legend(&root, top, &rows, &keys, &label_widths, (swatch, gap, row), &legend_font)
+        .map_err(|e| e.to_string())?;
+    // Where the plot ends and the legend starts (CSS px), and the legend's labels: for the tests.
+    let css = |v: i32| format!("{:.0}", v as f64 / s);
+    let _ = element.set_attribute("data-plot-bottom", &css(plot.1.end));
+    let _ = element.set_attribute("data-legend-top", &css(top));
+    let _ = element.set_attribute("data-legend", &keys.iter().map(|e| e.label).collect::<Vec<_>>().join("|"));
     root.present().map_err(|e| e.to_string())?;
     Ok(())
 }
 
-/// The legend in `corner` of the plot (pixel ranges): a swatch and the label of each line. Drawn
-/// here because plotters' own legend measures its labels through the page's layout (see
-/// `backend`); `widths` are the labels' widths measured on the canvas.
+/// The legend under the plot, from `top`: each entry's swatch (a line, dots, or both) and label,
+/// in `rows`. Drawn here because plotters' own legend measures its labels through the page's
+/// layout (see `backend`); `widths` are the labels' widths measured on the canvas.
 fn draw_legend(
     root: &DrawingArea<ChartCanvas, Shift>,
-    (xs, ys): (Range<i32>, Range<i32>),
-    corner: SeriesLabelPosition,
-    lines: &[Line],
-    widths: &[u32],
-    theme: &Theme,
+    top: i32,
+    rows: &[Vec<usize>],
+    keys: &[Entry],
+    widths: &[i32],
+    (swatch, gap, row): (i32, i32, i32),
     font: &TextStyle,
 ) -> Result<(), DrawingAreaErrorKind<<ChartCanvas as DrawingBackend>::ErrorType>> {
-    // Sized with the labels' font (its CSS size times the canvas's pixels per CSS pixel).
     let s = font.font.get_size() / DEFAULT_PX;
     let px = |v: f64| (v * s).round() as i32;
-    let (row, swatch, pad, inset) = (px(17.0), px(16.0), px(6.0), px(8.0));
-    let w = widths.iter().max().copied().unwrap_or(0) as i32 + swatch + 3 * pad;
-    let h = lines.len() as i32 * row + 2 * pad - 4;
-    let right = matches!(corner, SeriesLabelPosition::UpperRight | SeriesLabelPosition::LowerRight);
-    let upper = matches!(corner, SeriesLabelPosition::UpperRight | SeriesLabelPosition::UpperLeft);
-    let x0 = if right { xs.end - inset - w } else { xs.start + inset };
-    let y0 = if upper { ys.start + inset } else { ys.end - inset - h };
-    root.draw(&Rectangle::new([(x0, y0), (x0 + w, y0 + h)], theme.bg.mix(0.85).filled()))?;
-    root.draw(&Rectangle::new([(x0, y0), (x0 + w, y0 + h)], theme.grid.stroke_width(px(1.0).max(1) as u32)))?;
     let label_style = font.pos(Pos::new(HPos::Left, VPos::Center));
-    for (i, line) in lines.iter().enumerate() {
-        let (x, y) = (x0 + pad, y0 + pad - 2 + i as i32 * row + row / 2);
-        if line.dots {
-            root.draw(&Circle::new((x + swatch / 2, y), px(4.0), line.color.filled()))?;
-        } else {
-            root.draw(&PathElement::new(
-                vec![(x, y), (x + swatch, y)],
-                line.color.stroke_width(px(line.width.max(2) as f64) as u32),
-            ))?;
+    for (r, entries) in rows.iter().enumerate() {
+        let y = top + r as i32 * row + row / 2;
+        let mut x = px(10.0);
+        for &i in entries {
+            let e = &keys[i];
+            if e.line {
+                root.draw(&PathElement::new(
+                    vec![(x, y), (x + swatch, y)],
+                    e.color.stroke_width(px(e.width.max(2) as f64) as u32),
+                ))?;
+            }
+            if e.dots {
+                root.draw(&Circle::new((x + swatch / 2, y), px(4.0), e.color.filled()))?;
+            }
+            root.draw(&Text::new(e.label, (x + swatch + px(6.0), y), label_style.clone()))?;
+            x += swatch + px(6.0) + widths[i] + gap;
         }
-        root.draw(&Text::new(line.label.as_str(), (x + swatch + pad, y), label_style.clone()))?;
     }
     Ok(())
 }
 
-/// The loss chart's lines: earlier runs (thin, faded), this run's training loss, validation points.
+/// The loss chart's lines: earlier runs (thin, faded), this run's training loss, validation points
+/// (in `val_color`: a race draws each entrant's line and points in one colour).
 pub fn loss_lines(
     train: &[(usize, f32)],
     train_label: &str,
     val: &[(usize, f32)],
-    val_label: &str,
+    (val_label, val_color): (&str, RGBColor),
     earlier: &[(String, Vec<(usize, f32)>)],
     dark: bool,
 ) -> Vec<Line> {
@@ -223,10 +291,13 @@ pub fn loss_lines(
             width: 1,
             points: pts(p),
             dots: false,
+            at_end: false,
         })
         .collect();
-    lines.push(Line { label: train_label.into(), color: PALETTE[0], width: 2, points: pts(train), dots: false });
-    lines.push(Line { label: val_label.into(), color: PALETTE[1], width: 2, points: pts(val), dots: true });
+    let line =
+        |label: &str, color, points, dots| Line { label: label.into(), color, width: 2, points, dots, at_end: false };
+    lines.push(line(train_label, PALETTE[0], pts(train), false));
+    lines.push(line(val_label, val_color, pts(val), true));
     lines
 }
 
@@ -240,7 +311,14 @@ pub fn baseline_lines(vocab: usize, unigram: f64, bigram: f64, x_max: f64, dark:
         ("previous symbol (bigram)".to_string(), bigram, PALETTE[2]),
     ]
     .into_iter()
-    .map(|(label, y, color)| Line { label, color, width: 1, points: vec![(0.0, y), (x_max.max(1.0), y)], dots: false })
+    .map(|(label, y, color)| Line {
+        label,
+        color,
+        width: 1,
+        points: vec![(0.0, y), (x_max.max(1.0), y)],
+        dots: false,
+        at_end: true,
+    })
     .collect()
 }
 
@@ -254,23 +332,7 @@ pub fn entropy_lines(entropy: &[(usize, Vec<f64>)]) -> Vec<Line> {
             width: 2,
             points: entropy.iter().map(|(s, h)| (*s as f64, h[l])).collect(),
             dots: false,
+            at_end: false,
         })
         .collect()
-}
-
-/// The corner of the plot whose quarter holds the fewest points: the legend goes there, so it does
-/// not cover the data (upper right when that is as empty as any).
-fn legend_corner(lines: &[Line], x_max: f64, lo: f64, hi: f64) -> SeriesLabelPosition {
-    let mut counts = [0usize; 4];
-    for (x, y) in lines.iter().flat_map(|l| l.points.iter().copied()).filter(|p| p.1.is_finite()) {
-        let (right, upper) = (x > 0.5 * x_max, y > 0.5 * (lo + hi));
-        counts[usize::from(right) * 2 + usize::from(upper)] += 1;
-    }
-    let corners = [
-        (counts[3], SeriesLabelPosition::UpperRight),
-        (counts[1], SeriesLabelPosition::UpperLeft),
-        (counts[2], SeriesLabelPosition::LowerRight),
-        (counts[0], SeriesLabelPosition::LowerLeft),
-    ];
-    corners.into_iter().min_by_key(|c| c.0).map_or(SeriesLabelPosition::UpperRight, |c| c.1)
 }

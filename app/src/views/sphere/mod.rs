@@ -61,7 +61,7 @@ fn reduced_motion() -> bool {
 #[component]
 pub fn SphereView(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
     let canvas_ref = NodeRef::<Canvas>::new();
-    let depth = lab.depth;
+    let depth = lab.view.depth;
     let by_kind = RwSignal::new(true);
     let trails = RwSignal::new(true);
     let ghosts = RwSignal::new(lab.settings.get_untracked().preset == "brownian");
@@ -101,14 +101,15 @@ pub fn SphereView(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
     };
 
     // The selected token's chain (the attention panel's layer, head and power) and its walkers.
-    let chain =
-        Memo::new(move |_| lab.panels.with(|s| s.as_ref().and_then(|s| lab.chain.matrix(s).map(|p| (p, s.context)))));
+    let chain = Memo::new(move |_| {
+        lab.panels.with(|s| s.as_ref().and_then(|s| lab.view.chain.matrix(s).map(|p| (p, s.context))))
+    });
     let row = Memo::new(move |_| {
-        let i = lab.selected.get()?;
+        let i = lab.view.selected.get()?;
         chain.with(|c| c.as_ref().filter(|(_, t)| i < *t).map(|(p, t)| (i, p[i * t..(i + 1) * t].to_vec())))
     });
     let paths = Memo::new(move |_| {
-        let i = lab.selected.get()?;
+        let i = lab.view.selected.get()?;
         chain.with(|c| {
             let (p, t) = c.as_ref()?;
             walkers::walk(&vec![p.clone(); HOPS], *t, i, WALKERS, None, 7).ok().map(|r| r.paths)
@@ -116,7 +117,7 @@ pub fn SphereView(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
     });
     let hop = RwSignal::new(0.0f64);
     Effect::new(move |_| {
-        lab.selected.track();
+        lab.view.selected.track();
         hop.set(0.0);
     });
 
@@ -125,7 +126,7 @@ pub fn SphereView(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
     let reduced = reduced_motion();
     let ticker = set_interval_with_handle(
         move || {
-            let now = spherewalk::js::now_ms();
+            let now = common::js::now_ms();
             let dt = last_tick.get_value().map_or(0.0, |t| ((now - t) / 1000.0).clamp(0.0, 0.25));
             last_tick.set_value(Some(now));
             if playing.get_untracked() {
@@ -145,9 +146,9 @@ pub fn SphereView(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                 }
             }
             if orbit.get_untracked() {
-                lab.yaw.update(|y| *y += ORBIT_SPEED * dt);
+                lab.view.yaw.update(|y| *y += ORBIT_SPEED * dt);
             }
-            if lab.selected.get_untracked().is_some() {
+            if lab.view.selected.get_untracked().is_some() {
                 // With reduced motion the walkers jump from token to token instead of gliding.
                 let h = (hop.get_untracked() + dt / HOP_SECONDS) % HOPS as f64;
                 if !reduced || h.floor() != hop.get_untracked().floor() {
@@ -222,7 +223,7 @@ pub fn SphereView(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
     Effect::new(move |_| {
         let Some(canvas) = canvas_ref.get() else { return };
         renderer_name.track();
-        lab.layout.track();
+        lab.view.layout.track();
         let dark = dark.get();
         let result = moment.with(|m| {
             let Some(m) = m else {
@@ -272,8 +273,8 @@ pub fn SphereView(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                             chain: row.as_ref().map(|(i, r)| (*i, r.as_slice())),
                             walkers: &walkers,
                             caption: caption.unwrap_or_default(),
-                            yaw: lab.yaw.get(),
-                            pitch: lab.pitch.get(),
+                            yaw: lab.view.yaw.get(),
+                            pitch: lab.view.pitch.get(),
                         };
                         renderer.with_value(|r| draw::draw(&canvas, Some(&scene), dark, r.as_ref().ok()))
                     })
@@ -315,8 +316,8 @@ pub fn SphereView(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
         });
         if let Some(Some((dx, dy))) = turn {
             moved.update_value(|m| *m += dx.abs() + dy.abs());
-            lab.yaw.update(|v| *v += dx * 0.01);
-            lab.pitch.update(|v| *v = (*v + dy * 0.01).clamp(-1.5, 1.5));
+            lab.view.yaw.update(|v| *v += dx * 0.01);
+            lab.view.pitch.update(|v| *v = (*v + dy * 0.01).clamp(-1.5, 1.5));
         }
     };
     let on_up = move |ev: leptos::ev::PointerEvent| {
@@ -337,7 +338,7 @@ pub fn SphereView(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                     .map(|(i, _)| i)
             });
             if nearest.is_some() {
-                lab.selected.set(nearest);
+                lab.view.selected.set(nearest);
             }
         }
     };
@@ -353,7 +354,7 @@ pub fn SphereView(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                 let n = count();
                 if n > 0 {
                     let back = ev.key() == "[";
-                    lab.selected.update(|s| {
+                    lab.view.selected.update(|s| {
                         *s = Some(match (*s, back) {
                             (None, false) => 0,
                             (None, true) => n - 1,
@@ -366,14 +367,14 @@ pub fn SphereView(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                 return;
             }
             "Escape" => {
-                lab.selected.set(None);
+                lab.view.selected.set(None);
                 return;
             }
             _ => return,
         };
         ev.prevent_default();
-        lab.yaw.update(|v| *v += turn.0);
-        lab.pitch.update(|v| *v = (*v + turn.1).clamp(-1.5, 1.5));
+        lab.view.yaw.update(|v| *v += turn.0);
+        lab.view.pitch.update(|v| *v = (*v + turn.1).clamp(-1.5, 1.5));
     };
     let max_depth =
         move || lab.panels.with(|s| s.as_ref().map(|s| s.layers)).unwrap_or(lab.settings.with(|s| s.layers));
@@ -460,9 +461,9 @@ pub fn SphereView(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                     "Follow token"
                     <select
                         id="sphere-token"
-                        on:change=move |ev| lab.selected.set(event_target_value(&ev).parse().ok())
+                        on:change=move |ev| lab.view.selected.set(event_target_value(&ev).parse().ok())
                     >
-                        <option value="" selected=move || lab.selected.get().is_none()>"none"</option>
+                        <option value="" selected=move || lab.view.selected.get().is_none()>"none"</option>
                         {move || {
                             labels
                                 .get()
@@ -470,7 +471,7 @@ pub fn SphereView(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                                 .enumerate()
                                 .map(|(i, l)| {
                                     view! {
-                                        <option value=i.to_string() selected=move || lab.selected.get() == Some(i)>
+                                        <option value=i.to_string() selected=move || lab.view.selected.get() == Some(i)>
                                             {format!("{i}: {l}")}
                                         </option>
                                     }
@@ -501,7 +502,7 @@ pub fn SphereView(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                 role="img"
                 aria-label="tokens of the probe row as points on a sphere; drag (two fingers on a touch screen) or use the arrow keys to turn it, [ and ] to follow a token, Escape to stop"
                 class:one-finger=move || one_finger.get()
-                data-yaw=move || format!("{:.3}", lab.yaw.get())
+                data-yaw=move || format!("{:.3}", lab.view.yaw.get())
                 data-renderer=move || if drawn.with(|d| d.gl) { "webgl2".to_string() } else { renderer_name.get() }
                 data-screen=move || drawn.with(|d| join(d.screen.iter().flat_map(|p| [p.0, p.1, p.2])))
                 data-points=move || drawn.with(|d| d.points)
@@ -509,7 +510,7 @@ pub fn SphereView(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                 data-ghosts=move || drawn.with(|d| d.ghosts)
                 data-particles=move || drawn.with(|d| d.particles)
                 data-arcs=move || drawn.with(|d| d.arcs)
-                data-selected=move || lab.selected.get().map(|i| i.to_string()).unwrap_or_default()
+                data-selected=move || lab.view.selected.get().map(|i| i.to_string()).unwrap_or_default()
                 data-arc-row=move || row.with(|r| r.as_ref().map(|(_, r)| join(r.iter().copied())).unwrap_or_default())
                 data-positions=move || moment.with(|m| m.as_ref().map(|m| join(m.now.iter().flatten().copied())).unwrap_or_default())
                 data-step=move || lab.panels.with(|s| s.as_ref().map(|s| s.step).unwrap_or(0))
@@ -545,17 +546,17 @@ pub fn SphereView(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                 <span class="key">"␣ space, ↵ newline"</span>
                 <Show when=move || ghosts.get()><span class="key"><i class="ring"></i>"Brownian ghost"</span></Show>
                 <Show when=move || ghosts.get() && drawn.with(|d| d.particles > 0)><span class="key"><i class="diamond"></i>"particle (fitted attention flow)"</span></Show>
-                <Show when=move || lab.selected.get().is_some()><span class="key"><i class="ring walker"></i>"walker on the chain"</span></Show>
+                <Show when=move || lab.view.selected.get().is_some()><span class="key"><i class="ring walker"></i>"walker on the chain"</span></Show>
             </div>
             <p id="sphere-note" class="note">
                 {move || {
-                    let chain = lab.selected.get().map(|i| {
+                    let chain = lab.view.selected.get().map(|i| {
                         format!(
                             " Arcs: where token {i} looks in layer {}, head {}{} (the attention panel's choice; the arcs \
                              are of the latest frame).",
-                            lab.chain.layer.get(),
-                            lab.chain.head.get(),
-                            match lab.chain.k.get() {
+                            lab.view.chain.layer.get(),
+                            lab.view.chain.head.get(),
+                            match lab.view.chain.k.get() {
                                 1 => String::new(),
                                 k => format!(", after {k} steps"),
                             }

@@ -2,9 +2,9 @@
 //! along the great circles joining them (`science::sphere::slerp`), with the frames before it as
 //! trails; and Play's clock, which replays at the pace control's speed, slow start included.
 
+use common::settings;
 use engine::science::sphere::slerp;
 use engine::session::Panels;
-use spherewalk::settings;
 
 use crate::lab::TRAIL_LEN;
 

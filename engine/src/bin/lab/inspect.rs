@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use clap::Args;
 use engine::gpu::reader::GpuReader;
 use engine::gpu::{block_on, GpuContext, GpuError};
+use engine::lenses::{self as inspect, Inspection, Read};
 use engine::memory::{self, DEFAULT_BUDGET};
-use engine::pretrained::inspect::{self, Inspection, Read};
 use engine::pretrained::Pretrained;
 use engine::session::BackendChoice;
 use engine::Error;
@@ -123,7 +123,10 @@ pub fn read(m: &Pretrained, text: &str, budget: u64, backend: BackendChoice) -> 
             let why = format!("only a software one ({}), slower than the CPU", ctx.adapter_name());
             return Err(GpuError::NoAdapter(why));
         }
-        block_on(GpuReader::new(ctx, &m.model)?.read_text(m, text, budget))
+        let ids = inspect::tokens_within(m, text, budget)?;
+        let reader = GpuReader::new(ctx, &m.model)?;
+        let (cache, logits) = block_on(reader.read(&ids))?;
+        Ok(Read { ids, cache, logits, on: format!("WebGPU ({})", reader.context().adapter_name()) })
     };
     match gpu() {
         Ok(r) => Ok(r),

@@ -20,7 +20,7 @@ mod tests;
 use super::adamw::{step_values, AdamW, Hyper, State as AdamState};
 use super::matmul::Matmul;
 use super::{GpuContext, GpuError, Op, Result, Tensor};
-use crate::model::architecture::LinearId;
+use crate::model::linears::LinearId;
 use crate::model::Model;
 use crate::optim::cg::CgOutcome;
 use crate::optim::second_order::{Diagnostics, LayerDiagnostics, SecondOrderConfig};

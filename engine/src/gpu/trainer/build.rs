@@ -15,7 +15,8 @@ use crate::gpu::matmul::{Dims, View};
 use crate::gpu::muon::GpuMuon;
 use crate::gpu::sgd::{self, Sgd};
 use crate::gpu::{GpuContext, Op, Result, Tensor};
-use crate::model::architecture::{Layer, LinearId, Slot, BLOCK};
+use crate::model::architecture::{Layer, Slot, BLOCK};
+use crate::model::linears::LinearId;
 use crate::model::Model;
 use crate::nn::loss;
 

@@ -8,10 +8,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::Pretrained;
 use crate::error::{Error, Result};
 use crate::memory;
 use crate::model::{Cache, Model};
+use crate::pretrained::Pretrained;
 use crate::sample::generate::{top, TOP};
 use crate::sample::Choice;
 use crate::science::sphere::{affine_drift, radius_stats, AffineDrift, RadiusStats};
@@ -100,6 +100,14 @@ pub struct Read {
     pub cache: Cache<f32>,
     pub logits: Vec<f32>,
     pub on: String,
+}
+
+/// The tokens of `text` for `p`, checked against the model's context and the memory `budget` a
+/// pass over them needs: what a forward pass on any backend reads.
+pub fn tokens_within(p: &Pretrained, text: &str, budget: u64) -> Result<Vec<u32>> {
+    let ids = tokens(p, text)?;
+    memory::check_read(&p.model.cfg, ids.len(), budget)?;
+    Ok(ids)
 }
 
 /// The text's tokens, refused when empty or longer than the model's context.

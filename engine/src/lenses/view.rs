@@ -4,10 +4,10 @@
 //! The depth fits take most of the time, so they come second (`Reading::fit_depth`): the page
 //! draws every layer first.
 
-use super::inspect::{depth, measure, read, DepthFit, Inspection, Read};
-use super::Pretrained;
+use super::reading::{depth, measure, read, DepthFit, Inspection, Read};
 use crate::error::Result;
 use crate::model::Cache;
+use crate::pretrained::Pretrained;
 use crate::science::markov::{self, Validity};
 use crate::science::{cache as lens, sphere};
 use crate::session::{Agreement, Panels, Verdict, Verdicts};
@@ -138,7 +138,7 @@ fn kernel(r: &Inspection) -> Verdict {
     let mean = heads.iter().map(|(_, h)| h.kernel_tv_mean).sum::<f64>() / heads.len().max(1) as f64;
     let closest = heads.iter().min_by(|a, b| a.1.kernel_tv_mean.total_cmp(&b.1.kernel_tv_mean));
     let farthest = heads.iter().max_by(|a, b| a.1.kernel_tv_mean.total_cmp(&b.1.kernel_tv_mean));
-    let name = |x: Option<&(usize, &super::inspect::HeadLens)>| {
+    let name = |x: Option<&(usize, &super::reading::HeadLens)>| {
         x.map_or(String::new(), |(l, h)| format!("layer {l} head {} ({:.2})", h.head, h.kernel_tv_mean))
     };
     let agreement = match mean {

@@ -1,0 +1,166 @@
+//! The papers' claims answered in words from a session's measurements, with the numbers that make
+//! them meaningful (a tolerance, a critical value). The page shows them beside the panels; the
+//! words are computed here, never in the view.
+//!
+//! - `tokens`: what one probe frame shows (on the sphere, a Markov chain, the Gaussian kernel,
+//!   tokens of a kind gathering);
+//! - `motion`: how the tokens moved over a run (Brownian motion, or the particles' flow);
+//! - `training`: what training did (the race, JoMA's dip and rebound);
+//! - `steady`: a provisional verdict that waits for its numbers and does not see-saw.
+
+mod motion;
+mod steady;
+mod tokens;
+mod training;
+
+pub use motion::{brownian, brownian_over, flow, flow_over};
+pub use steady::{Steadiness, Steady};
+pub use tokens::{grouping, kernel, markov_chain, on_sphere};
+pub use training::{joma, race};
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Agreement {
+    Agrees,
+    Partly,
+    Disagrees,
+    /// Too few measurements yet.
+    NotYet,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Verdict {
+    pub agreement: Agreement,
+    /// One or two sentences a class can read: the answer first, then the number behind it.
+    pub sentence: String,
+    /// Final for this run: it will not change again. An unsettled verdict says "so far" and the
+    /// page shows it as provisional, never as a final agrees or disagrees.
+    #[serde(default)]
+    pub settled: bool,
+    /// The answer alone, the words the sentence opens with ("Not Brownian: the tokens drift or
+    /// cluster"): what the tour's card shows, and what [`Steady`] keeps from see-sawing.
+    #[serde(default)]
+    pub conclusion: String,
+    /// The numbers behind it are far enough from every threshold that more of the same run is not
+    /// likely to turn the answer (the margins are each verdict's own); before, the page says
+    /// "measuring" (`steady`).
+    #[serde(default)]
+    pub decisive: bool,
+}
+
+impl Verdict {
+    pub fn new(agreement: Agreement, sentence: String) -> Self {
+        Verdict { agreement, sentence, settled: false, conclusion: String::new(), decisive: true }
+    }
+
+    /// The answer's words, and whether the numbers decide it yet.
+    pub fn concluding(mut self, conclusion: impl Into<String>, decisive: bool) -> Self {
+        self.conclusion = conclusion.into();
+        self.decisive = decisive;
+        self
+    }
+
+    /// Settled when the run has ended (`step >= total`); before, the sentence opens with how far
+    /// the run is, because more steps can turn the answer.
+    pub fn settle(&mut self, step: usize, total: usize) {
+        self.settled = step >= total;
+        if !self.settled && self.agreement != Agreement::NotYet {
+            self.sentence = format!("So far (step {step} of {total}): {}", self.sentence);
+        }
+    }
+}
+
+/// Every verdict the panels show.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Verdicts {
+    pub sphere: Option<Verdict>,
+    pub markov: Option<Verdict>,
+    pub kernel: Option<Verdict>,
+    pub brownian: Option<Verdict>,
+    /// Brownian motion or the particles' attention flow: fitted once the run has ended.
+    pub flow: Option<Verdict>,
+    /// Do tokens of the same kind gather (what the class sees in the sphere view)?
+    pub grouping: Option<Verdict>,
+    /// Per layer: does the attention entropy dip and rebound?
+    pub joma: Vec<Verdict>,
+}
+
+impl Verdicts {
+    /// Marks what is final at `step` of `total`. The sphere and Markov checks are identities that
+    /// hold frame by frame, final once measured; every other verdict answers a question about the
+    /// whole run, which later steps can turn (a JoMA rebound at step 240, a diffusion fit that
+    /// settles at step 76), so it is final only when the run has ended.
+    pub fn settle(&mut self, step: usize, total: usize) {
+        for v in [&mut self.sphere, &mut self.markov].into_iter().flatten() {
+            v.settled = true;
+        }
+        let open = [&mut self.kernel, &mut self.brownian, &mut self.flow, &mut self.grouping];
+        for v in open.into_iter().flatten().chain(self.joma.iter_mut()) {
+            v.settle(step, total);
+        }
+    }
+}
+
+/// R² from which the straight decay of ln E[cos θ] counts as explaining the tokens' motion.
+pub const GOOD_R2: f64 = 0.9;
+/// Below this R² the decay is not a diffusion's whatever the KS distance says (a KS test over a few
+/// dozen tokens cannot tell laws apart well): never "partly Brownian" with R² = -5.
+pub const ROUGH_R2: f64 = 0.5;
+
+/// Three significant digits, in scientific notation when small or large.
+pub(crate) fn sig(x: f64) -> String {
+    if x != 0.0 && !(1e-2..1e3).contains(&x.abs()) {
+        format!("{x:.2e}")
+    } else {
+        format!("{x:.3}")
+    }
+}
+
+/// Several layers' verdicts as one (the tour's JoMA step): the last layer's agreement, settled when
+/// all are, the run's progress said once.
+pub fn joined(layers: &[Verdict]) -> Option<Verdict> {
+    let last = layers.last()?;
+    let prefix = match layers[0].sentence.split_once("): ") {
+        Some((head, _)) if head.starts_with("So far (") => format!("{head}): "),
+        _ => String::new(),
+    };
+    let sentences: Vec<&str> = layers.iter().map(|v| v.sentence.strip_prefix(&prefix).unwrap_or(&v.sentence)).collect();
+    let conclusions: Vec<&str> = layers.iter().map(|v| v.conclusion.as_str()).filter(|c| !c.is_empty()).collect();
+    Some(Verdict {
+        agreement: last.agreement,
+        sentence: format!("{prefix}{}", sentences.join(" ")),
+        settled: layers.iter().all(|v| v.settled),
+        conclusion: conclusions.join("; "),
+        decisive: layers.iter().all(|v| v.decisive),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_identities_and_ended_runs_are_settled() {
+        let v = |a| Some(Verdict::new(a, "x".into()));
+        let mut all = Verdicts {
+            sphere: v(Agreement::Agrees),
+            markov: v(Agreement::Agrees),
+            kernel: v(Agreement::Partly),
+            brownian: v(Agreement::Disagrees),
+            flow: v(Agreement::Partly),
+            grouping: v(Agreement::Agrees),
+            joma: vec![Verdict::new(Agreement::NotYet, "too few".into())],
+        };
+        let mut ended = all.clone();
+        all.settle(120, 300);
+        assert!(all.sphere.as_ref().unwrap().settled && all.markov.as_ref().unwrap().settled);
+        for v in [&all.kernel, &all.brownian, &all.flow, &all.grouping].map(|v| v.as_ref().unwrap()) {
+            assert!(!v.settled && v.sentence == "So far (step 120 of 300): x", "{v:?}");
+        }
+        assert!(!all.joma[0].settled && all.joma[0].sentence == "too few");
+        ended.settle(300, 300);
+        assert!(ended.brownian.as_ref().unwrap().settled && ended.brownian.as_ref().unwrap().sentence == "x");
+    }
+}
