@@ -160,6 +160,9 @@ impl Phase {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct OpenedModel {
     pub name: String,
+    /// Its family ("GPT-2", "GPT-NeoX", "Llama") and its block in words.
+    pub family: String,
+    pub block: String,
     pub layers: usize,
     pub heads: usize,
     pub d_model: usize,

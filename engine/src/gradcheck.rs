@@ -40,7 +40,18 @@ pub struct CaseReport {
 
 /// A tiny model that still has every part: two layers, two heads, an ignored target.
 pub fn small_config(activation: Activation, causal: bool) -> ModelConfig {
-    ModelConfig { vocab: 7, d_model: 8, heads: 2, layers: 2, d_ff: 12, context: 5, activation, causal, seed: 11 }
+    ModelConfig {
+        vocab: 7,
+        d_model: 8,
+        heads: 2,
+        layers: 2,
+        d_ff: 12,
+        context: 5,
+        activation,
+        causal,
+        seed: 11,
+        ..ModelConfig::default()
+    }
 }
 
 pub fn check(cfg: ModelConfig, batch: usize) -> Result<CaseReport> {

@@ -70,15 +70,21 @@ fn sum(xs: &[u64]) -> Result<u64> {
 
 /// Number of parameters of `m` (as `params::Layout` lays them out), in checked arithmetic.
 pub fn param_count(m: &ModelConfig) -> Result<u64> {
-    let (v, c, f, t, l) = (m.vocab as u64, m.d_model as u64, m.d_ff as u64, m.context as u64, m.layers as u64);
+    let (v, c, f, l) = (m.vocab as u64, m.d_model as u64, m.d_ff as u64, m.layers as u64);
+    let t = m.arch.position_rows(m.context) as u64;
+    // A gated MLP's gate is a third (F, C) linear with its bias.
+    let gate = if m.arch.mlp == crate::config::Mlp::Gated { mul(&[f, c + 1])? } else { 0 };
     let block = sum(&[
-        mul(&[4, c])?,    // two LayerNorms
-        mul(&[4, c, c])?, // q, k, v, o weights
+        mul(&[4, c])?,    // two norms' gains and biases
+        mul(&[4, c, c])?, // q, k, v, o weights (shared key/value heads stored per query head)
         mul(&[4, c])?,    // their biases
         mul(&[2, c, f])?, // fc and proj weights
         f.checked_add(c).ok_or_else(overflow)?,
+        gate,
     ])?;
-    sum(&[mul(&[v, c])?, mul(&[t, c])?, mul(&[l, block])?, mul(&[2, c])?, mul(&[c, v])?, v])
+    // A tied head reads the token embedding; the head's bias is kept either way.
+    let head = if m.arch.tied_head { 0 } else { mul(&[c, v])? };
+    sum(&[mul(&[v, c])?, mul(&[t, c])?, mul(&[l, block])?, mul(&[2, c])?, head, v])
 }
 
 /// Floats of one batch's forward cache and backward scratch (see `model::Cache` and `Grads`).
@@ -141,19 +147,19 @@ fn optimizer_floats(cfg: &TrainConfig, params: u64) -> Result<u64> {
     })
 }
 
-/// Bytes of a loaded model's weights: its head is its token embedding (`Layout::tied`).
-pub fn tied_weight_bytes(m: &ModelConfig) -> Result<u64> {
-    let head = mul(&[m.vocab as u64, m.d_model as u64])?;
-    mul(&[4, param_count(m)?.checked_sub(head).ok_or_else(overflow)?])
+/// Bytes of a model's weights as f32.
+pub fn weight_bytes(m: &ModelConfig) -> Result<u64> {
+    mul(&[4, param_count(m)?])
 }
 
 /// Bytes one forward pass over `t` positions keeps when a text is read (`Model::read`): per block
-/// 9 (T, C) rows, 2 rstd, fc before and after the activation and the attention matrices; the
+/// 9 (T, C) rows, 2 rstd, fc before and after the activation (and a gated MLP's gate) and the attention matrices; the
 /// residual stream, the final LayerNorm, the token ids, and the probabilities and logits (T, V).
 pub fn read_bytes(m: &ModelConfig, t: usize) -> Result<u64> {
     let (v, c, f, l, nh, t) =
         (m.vocab as u64, m.d_model as u64, m.d_ff as u64, m.layers as u64, m.heads as u64, t as u64);
-    let per_block = sum(&[mul(&[9, t, c])?, mul(&[2, t])?, mul(&[2, t, f])?, mul(&[nh, t, t])?])?;
+    let mlp = if m.arch.mlp == crate::config::Mlp::Gated { 3 } else { 2 };
+    let per_block = sum(&[mul(&[9, t, c])?, mul(&[2, t])?, mul(&[mlp, t, f])?, mul(&[nh, t, t])?])?;
     let floats = sum(&[mul(&[l, per_block])?, mul(&[l + 3, t, c])?, mul(&[3, t])?, mul(&[2, t, v])?])?;
     mul(&[4, floats])
 }
@@ -161,7 +167,7 @@ pub fn read_bytes(m: &ModelConfig, t: usize) -> Result<u64> {
 /// Refuses to open a model whose weights, with the file they are read from (held meanwhile), are
 /// over `budget`.
 pub fn check_open(m: &ModelConfig, file_bytes: u64, budget: u64) -> Result<u64> {
-    let weights = tied_weight_bytes(m)?;
+    let weights = weight_bytes(m)?;
     let total = sum(&[weights, file_bytes])?;
     if total > budget {
         return Err(Error::Config(format!(
@@ -183,7 +189,7 @@ pub fn check_open(m: &ModelConfig, file_bytes: u64, budget: u64) -> Result<u64> 
 
 /// Refuses to read `t` positions when the weights and the pass's cache are over `budget`.
 pub fn check_read(m: &ModelConfig, t: usize, budget: u64) -> Result<u64> {
-    let (weights, pass) = (tied_weight_bytes(m)?, read_bytes(m, t)?);
+    let (weights, pass) = (weight_bytes(m)?, read_bytes(m, t)?);
     let total = sum(&[weights, pass])?;
     if total > budget {
         return Err(Error::Config(format!(
@@ -295,6 +301,29 @@ mod tests {
             let model = Model::<f32>::new(m.clone()).unwrap();
             assert_eq!(param_count(&m).unwrap(), model.num_params() as u64);
         }
+        // Every real model's block: rotary positions store no rows, a gate is a third linear,
+        // a tied head no matrix.
+        use crate::config::{Arch, Mlp, NormKind, Positions};
+        let rotary = Positions::Rotary { dims: 4, base: 1e4 };
+        let arches = [
+            Arch::gpt2(),
+            Arch { positions: rotary, parallel_residual: true, ..Arch::default() },
+            Arch { norm: NormKind::RmsNorm, positions: rotary, mlp: Mlp::Gated, kv_heads: 2, ..Arch::gpt2() },
+        ];
+        for arch in arches {
+            let m = ModelConfig {
+                d_model: 32,
+                heads: 4,
+                layers: 2,
+                d_ff: 56,
+                context: 9,
+                vocab: 13,
+                arch,
+                ..Default::default()
+            };
+            let layout = crate::model::params::Layout::new(&m);
+            assert_eq!(param_count(&m).unwrap(), layout.total as u64, "{:?}", m.arch);
+        }
     }
 
     #[test]
@@ -305,8 +334,8 @@ mod tests {
             let logits = t * m.vocab;
             assert_eq!(read_bytes(&m, t).unwrap(), 4 * (Cache::<f32>::window(&m, 1, t).floats() + logits) as u64);
         }
-        let tied = crate::model::params::Layout::tied(&m).total;
-        assert_eq!(tied_weight_bytes(&m).unwrap(), 4 * tied as u64);
+        let gpt2 = ModelConfig { arch: crate::config::Arch::gpt2(), ..m.clone() };
+        assert_eq!(weight_bytes(&gpt2).unwrap(), 4 * crate::model::params::Layout::new(&gpt2).total as u64);
         let err = check_read(&m, 9, 1000).unwrap_err().to_string();
         assert!(err.contains("reading 9 tokens needs about") && err.contains("1000 B"), "{err}");
         assert!(check_open(&m, 1 << 20, 1 << 20).unwrap_err().to_string().contains("and the file 1.0 MiB"));

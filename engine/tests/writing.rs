@@ -38,6 +38,55 @@ fn rel_err(a: &[f32], b: &[f32]) -> f32 {
     num / den.max(1e-30)
 }
 
+/// Every real model's block writes through the cache as its full pass reads: rotary positions
+/// turned at each token's own position, the gated MLP, the parallel residual, RMSNorm.
+#[test]
+fn every_block_writes_through_the_cache_as_its_full_pass_reads() {
+    use engine::config::{Activation, Arch, Mlp, NormKind, Positions};
+    let neox = Arch { positions: Positions::Rotary { dims: 4, base: 1e4 }, parallel_residual: true, ..Arch::default() };
+    let llama = Arch {
+        norm: NormKind::RmsNorm,
+        norm_eps: 1e-6,
+        positions: Positions::Rotary { dims: 8, base: 1e5 },
+        mlp: Mlp::Gated,
+        kv_heads: 2,
+        tied_head: true,
+        ..Arch::default()
+    };
+    for (arch, activation) in [(neox, Activation::GeluExact), (llama, Activation::Silu)] {
+        let (v, t) = (29, 21);
+        let cfg = ModelConfig {
+            vocab: v,
+            d_model: 32,
+            heads: 4,
+            layers: 2,
+            d_ff: 48,
+            context: t,
+            arch,
+            activation,
+            ..Default::default()
+        };
+        let mut m = Model::<f32>::new(cfg).unwrap();
+        let mut r = engine::rng::rng(7, engine::rng::Stream::Init, 99);
+        let normal = Normal::new(0.0, 0.3).unwrap();
+        for x in m.params.iter_mut() {
+            *x += normal.sample(&mut r);
+        }
+        let tokens: Vec<u32> = (0..t).map(|_| r.random_range(0..v as u32)).collect();
+        let full = m.logits_full(&tokens).unwrap();
+        let mut kv = KvCache::new(&m.cfg, t);
+        for (pos, &tok) in tokens.iter().enumerate() {
+            let cached = m.forward_next(&mut kv, tok).unwrap().to_vec();
+            let e = rel_err(&cached, &full[pos]);
+            assert!(e < 1e-5, "{:?} position {pos}: relative error {e:e}", m.cfg.arch);
+        }
+        let after = m.prefill(&mut kv, &tokens[..9]).unwrap().to_vec();
+        assert!(rel_err(&after, &full[8]) < 1e-5, "prefill");
+        let next = m.forward_next(&mut kv, tokens[9]).unwrap().to_vec();
+        assert!(rel_err(&next, &full[9]) < 1e-5, "a token after the prefill");
+    }
+}
+
 #[test]
 fn the_cached_forward_gives_the_full_forwards_logits_at_every_position() {
     for (v, c, nh, l, t) in [(11, 16, 2, 1, 8), (23, 32, 4, 2, 33), (64, 48, 3, 3, 64), (7, 8, 1, 2, 5)] {
@@ -45,7 +94,7 @@ fn the_cached_forward_gives_the_full_forwards_logits_at_every_position() {
         let mut r = engine::rng::rng(1, engine::rng::Stream::Sample, t as u64);
         let tokens: Vec<u32> = (0..t).map(|_| r.random_range(0..v as u32)).collect();
         let full = m.logits_full(&tokens).unwrap();
-        let mut kv = KvCache::new(&m.cfg);
+        let mut kv = KvCache::new(&m.cfg, m.cfg.context);
         for (pos, &tok) in tokens.iter().enumerate() {
             let cached = m.forward_next(&mut kv, tok).unwrap().to_vec();
             let e = rel_err(&cached, &full[pos]);
@@ -72,7 +121,7 @@ fn the_cached_forward_gives_the_full_forwards_logits_at_every_position() {
 fn a_model_that_attends_both_ways_does_not_write() {
     let mut m = model(5, 8, 2, 1, 6, 0);
     m.cfg.causal = false;
-    let err = m.forward_next(&mut KvCache::new(&m.cfg), 1).unwrap_err().to_string();
+    let err = m.forward_next(&mut KvCache::new(&m.cfg, m.cfg.context), 1).unwrap_err().to_string();
     assert!(err.contains("causal off"), "{err}");
 }
 
@@ -128,7 +177,7 @@ fn sampled_first_tokens_follow_the_reported_probabilities() {
             counts[s.tokens[0] as usize] += 1;
         }
         // The reported distribution: all its candidates (top 5 and the rest from the model).
-        let logits = m.prefill(&mut KvCache::new(&m.cfg), &[0, 1]).unwrap().to_vec();
+        let logits = m.prefill(&mut KvCache::new(&m.cfg, m.cfg.context), &[0, 1]).unwrap().to_vec();
         let dist = Choice { temperature, top_k, top_p }.distribution(&logits);
         for (i, (text, p)) in top.iter().enumerate() {
             assert_eq!((voc.text(dist[i].0), dist[i].1), (text.as_str(), *p));

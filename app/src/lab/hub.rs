@@ -20,6 +20,32 @@ const CACHE: &str = "spherewalk-models";
 /// A server that sends nothing for this long has stopped: the download is given up.
 pub const STALL_MS: f64 = 20_000.0;
 
+/// Models the page suggests, with what they are and what they download (model.safetensors).
+pub const SUGGESTED: [(&str, &str); 6] = [
+    ("openai-community/gpt2", "GPT-2 small, 124M weights, 548 MB"),
+    ("EleutherAI/pythia-14m", "Pythia 14M (GPT-NeoX), 53 MB; @stepN for its training checkpoints"),
+    ("EleutherAI/pythia-70m", "Pythia 70M (GPT-NeoX), 166 MB"),
+    ("EleutherAI/pythia-160m", "Pythia 160M (GPT-NeoX), 375 MB"),
+    ("HuggingFaceTB/SmolLM2-135M", "SmolLM2 135M (Llama), 269 MB"),
+    ("Qwen/Qwen2.5-0.5B", "Qwen2.5 0.5B (Qwen2), 988 MB; near the tab's 3 GB while it opens"),
+];
+
+/// Where a model's files are: `id` or `id@revision` (a branch or a Pythia checkpoint such as
+/// `step3000`), under the hub's `resolve/<revision>/`.
+pub fn files_base(id: &str) -> Result<String, String> {
+    let (name, revision) = id.split_once('@').unwrap_or((id, "main"));
+    let fine = |s: &str, extra: &[char]| {
+        !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c) || extra.contains(&c))
+    };
+    if !fine(name, &['/']) || name.contains("..") || name.starts_with('/') {
+        return Err(format!("\"{name}\" is not a model id; type one such as openai-community/gpt2"));
+    }
+    if !fine(revision, &[]) || revision.contains("..") {
+        return Err(format!("\"{revision}\" is not a revision; use a branch such as main, or Pythia's step3000"));
+    }
+    Ok(format!("{}/{name}/resolve/{revision}", hub()))
+}
+
 /// The hub's address: `?hub=` of the page's link, or Hugging Face.
 pub fn hub() -> String {
     let search = web_sys::window().and_then(|w| w.location().search().ok()).unwrap_or_default();

@@ -250,13 +250,13 @@ pub(super) fn failed(lab: Lab, why: String) {
 /// download; a second Fetch cancels the first.
 pub fn fetch_hub(lab: Lab) {
     let id = lab.real.hub_id.get_untracked().trim().to_string();
-    if id.is_empty() || id.contains("..") || id.starts_with('/') {
-        return lab.real.message.set(Some(Err("type a model id, such as openai-community/gpt2".into())));
-    }
+    let base = match hub::files_base(&id) {
+        Ok(base) => base,
+        Err(why) => return lab.real.message.set(Some(Err(why))),
+    };
     let Ok(controller) = web_sys::AbortController::new() else { return };
     let n = opening(lab, &id);
     lab.real.abort.set_value(Some(controller.clone()));
-    let base = format!("{}/{id}/resolve/main", hub::hub());
     lab.real.pending_source.set_value(Some(hub::host_of(&base)));
     leptos::task::spawn_local(async move {
         let mut bulk = Vec::new();
@@ -321,7 +321,7 @@ pub fn fetch_hub(lab: Lab) {
 /// "Fetch again": the model's copies in this browser are dropped, and its files fetched anew.
 pub fn fetch_again(lab: Lab) {
     let id = lab.real.hub_id.get_untracked().trim().to_string();
-    let base = format!("{}/{id}/resolve/main", hub::hub());
+    let Ok(base) = hub::files_base(&id) else { return fetch_hub(lab) };
     let urls: Vec<String> = ["config.json", "model.safetensors"]
         .into_iter()
         .chain(TOKENIZER_FILES)

@@ -19,6 +19,8 @@ fn summary(p: &Pretrained) -> OpenedModel {
     let cfg = &p.model.cfg;
     OpenedModel {
         name: p.name.clone(),
+        family: p.family.name().to_string(),
+        block: cfg.arch.describe(cfg.heads),
         layers: cfg.layers,
         heads: cfg.heads,
         d_model: cfg.d_model,

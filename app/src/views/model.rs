@@ -52,13 +52,15 @@ pub fn ModelPanel(lab: Lab) -> impl IntoView {
     let opened_line = move || {
         m.opened.get().map(|o| {
             format!(
-                "{}: {} layers, {} heads, width {}, context {} tokens, {:.1}M weights, running in this tab.",
+                "{}: {} layers, {} heads, width {}, context {} tokens, {:.1}M weights, running in this tab. {}: {}.",
                 o.name,
                 o.layers,
                 o.heads,
                 o.d_model,
                 o.context,
-                o.params as f64 / 1e6
+                o.params as f64 / 1e6,
+                o.family,
+                o.block
             )
         })
     };
@@ -156,22 +158,34 @@ pub fn ModelPanel(lab: Lab) -> impl IntoView {
     };
     view! {
         <section id="panel-model" class="panel model-open" aria-label="a real model">
-            <h2>"A real model: GPT-2"</h2>
+            <h2>
+                {move || {
+                    m.opened.with(|o| o.as_ref().map_or("A real model".to_string(), |o| format!("A real model: {}", o.family)))
+                }}
+            </h2>
             <p class="caption model-intro">
-                "GPT-2 as Hugging Face keeps it (config.json and model.safetensors; about 0.5 GB to download and to \
-                 store for gpt2), fetched by its id or picked from your disk. It runs here, in this tab: on the \
-                 CPU, or on WebGPU as the Backend above says when the GPU can hold the weights; the browser keeps \
-                 the files for the next visit."
+                "A model as Hugging Face keeps it (config.json, model.safetensors and tokenizer.json): GPT-2, \
+                 Pythia (GPT-NeoX), SmolLM2 or TinyLlama (Llama), Qwen2. Fetch it by its id (add @ and a revision, \
+                 such as Pythia's @step3000, for a checkpoint of its training) or pick its files from your disk. It \
+                 runs here, in this tab, on the CPU (GPT-2 also on WebGPU, as the Backend above says, when the GPU \
+                 can hold its weights); the browser keeps the files for the next visit."
             </p>
             <div class="row model-fetch">
                 <label for="hub-id">"Model id "</label>
                 <input
                     id="hub-id"
                     type="text"
+                    list="hub-suggestions"
                     spellcheck="false"
                     prop:value=move || m.hub_id.get()
                     on:input=move |ev| m.hub_id.set(event_target_value(&ev))
                 />
+                <datalist id="hub-suggestions">
+                    {hub::SUGGESTED
+                        .iter()
+                        .map(|(id, what)| view! { <option value=*id>{*what}</option> })
+                        .collect_view()}
+                </datalist>
                 <button id="hub-fetch" type="button" on:click=move |_| real_model::fetch_hub(lab)>
                     "Fetch"
                 </button>
@@ -229,7 +243,7 @@ pub fn ModelPanel(lab: Lab) -> impl IntoView {
             </Show>
             <Show when=move || m.reading.with(Option::is_some)>
                 <p class="caption">
-                    "The tokens as GPT-2 cuts them (␣ is a space); pick one for what the model expects after it:"
+                    "The tokens as the model's tokenizer cuts them (␣ is a space); pick one for what the model expects after it:"
                 </p>
                 <p id="model-tokens" class="pieces">{pieces}</p>
                 <p id="model-next">{next_line}</p>

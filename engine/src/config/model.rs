@@ -3,14 +3,27 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::arch::Arch;
 use crate::error::{Error, Result};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "snake_case")]
 pub enum Activation {
+    /// GPT-2's tanh form.
     Gelu,
     Relu,
     Identity,
+    /// `x Φ(x)` with the normal CDF itself (GPT-NeoX's "gelu"): for reading real models.
+    GeluExact,
+    /// `x σ(x)`, the gated MLP's (Llama, Qwen2): for reading real models.
+    Silu,
+}
+
+impl Activation {
+    /// The lab trains with these (the GPU trainer has their kernels); the others read real models.
+    pub fn trains(self) -> bool {
+        matches!(self, Activation::Gelu | Activation::Relu | Activation::Identity)
+    }
 }
 
 impl std::str::FromStr for Activation {
@@ -38,6 +51,9 @@ pub struct ModelConfig {
     pub causal: bool,
     /// Seed of the weight initialisation.
     pub seed: u64,
+    /// What the block does beyond its sizes; the lab's own block unless a real model says otherwise.
+    #[serde(default, skip_serializing_if = "Arch::is_lab_block")]
+    pub arch: Arch,
 }
 
 impl Default for ModelConfig {
@@ -52,6 +68,7 @@ impl Default for ModelConfig {
             activation: Activation::Gelu,
             causal: true,
             seed: 0,
+            arch: Arch::default(),
         }
     }
 }
@@ -81,7 +98,7 @@ impl ModelConfig {
         if !self.d_model.is_multiple_of(self.heads) {
             return Err(Error::Config(format!("heads ({}) must divide d_model ({})", self.heads, self.d_model)));
         }
-        Ok(())
+        self.arch.check(self.heads, self.head_size())
     }
 
     pub fn head_size(&self) -> usize {

@@ -32,6 +32,20 @@ fn lab_limits(m: &ModelConfig) -> Result<()> {
             return Err(Error::Config(format!("{name} = {v} is over the limit of {max}")));
         }
     }
+    // The backward passes, the optimizers' layers and the GPU trainer are written for the lab's
+    // block; the other blocks are for reading real models.
+    if !m.activation.trains() {
+        return Err(Error::Config(format!(
+            "activation {:?} is for reading real models; the lab trains with gelu, relu or identity",
+            m.activation
+        )));
+    }
+    if !m.arch.is_lab_block() {
+        return Err(Error::Config(format!(
+            "the lab trains its own Pre-LN block; this one ({}) is for reading real models",
+            m.arch.describe(m.heads)
+        )));
+    }
     Ok(())
 }
 

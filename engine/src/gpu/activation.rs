@@ -12,6 +12,8 @@ fn kind(a: Activation) -> u32 {
         Activation::Gelu => 0,
         Activation::Relu => 1,
         Activation::Identity => 2,
+        // Refused before a GPU pass is built (`GpuReader::new`, the lab's training limits).
+        Activation::GeluExact | Activation::Silu => unreachable!("no GPU kernel for {a:?}"),
     }
 }
 

@@ -4,8 +4,8 @@
 //! The weights are uploaded once; a text costs one submission and a readback per block.
 
 use super::forward::{Activations, Kernels, Pass};
-use super::{GpuContext, Result, Tensor};
-use crate::config::ModelConfig;
+use super::{GpuContext, GpuError, Result, Tensor};
+use crate::config::{Arch, ModelConfig};
 use crate::error::Error;
 use crate::model::cache::BlockCache;
 use crate::model::params::Layout;
@@ -24,7 +24,16 @@ pub struct GpuReader {
 impl GpuReader {
     /// Uploads `model`'s weights: refused (`GpuError::TooLarge`) when they are over the adapter's
     /// largest buffer, as GPT-2 small's 0.5 GB is on WebGPU's default limits.
+    /// A block other than GPT-2's (RMSNorm, rotary positions, a gated or parallel MLP, another
+    /// activation) is refused with what it has: its kernels are the CPU's only, so it reads there.
     pub fn new(ctx: GpuContext, model: &Model<f32>) -> Result<Self> {
+        let (arch, act) = (&model.cfg.arch, model.cfg.activation);
+        if *arch != Arch::gpt2() && !arch.is_lab_block() || !act.trains() {
+            return Err(GpuError::Unsupported(format!(
+                "this model's block ({}, activation {act:?}) runs on the CPU: the GPU reader has GPT-2's kernels only",
+                arch.describe(model.cfg.heads)
+            )));
+        }
         let params = ctx.tensor_from("params", &model.params)?;
         let unused = ctx.tensor("unused", 1)?;
         let k = Kernels::new(&ctx);
@@ -86,6 +95,8 @@ impl GpuReader {
                 ln2_out,
                 fc_pre,
                 fc_act,
+                // The GPU reads GPT-2's block only, whose MLP has no gate.
+                gate: Vec::new(),
             };
         }
         Ok((cache, logits))
@@ -120,7 +131,8 @@ mod tests {
         };
         let mut model = Model::<f32>::new(cfg.clone()).unwrap();
         // GPT-2's layout: the head reads the token embedding.
-        let layout = Layout::tied(&cfg);
+        model.cfg.arch = Arch::gpt2();
+        let layout = Layout::new(&model.cfg);
         let mut params = vec![0.0; layout.total];
         for t in &layout.tensors {
             let src = model.layout.tensors.iter().find(|s| s.name == t.name).expect("a tensor of the trained layout");

@@ -75,6 +75,14 @@ pub struct DepthFit {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Inspection {
     pub model: String,
+    /// The model's family ("GPT-2", "GPT-NeoX", "Llama") and what its block does in words.
+    #[serde(default)]
+    pub family: String,
+    #[serde(default)]
+    pub block: String,
+    /// The norm that puts the tokens on the sphere: "LayerNorm", or "RMSNorm" (no centring).
+    #[serde(default = "layer_norm")]
+    pub norm: String,
     pub n_layer: usize,
     pub n_head: usize,
     pub d_model: usize,
@@ -91,6 +99,10 @@ pub struct Inspection {
     /// Where the forward pass ran: "CPU", or "WebGPU (adapter)".
     #[serde(default)]
     pub on: String,
+}
+
+fn layer_norm() -> String {
+    "LayerNorm".into()
 }
 
 /// A text's forward pass: its tokens, what the pass kept, the (T, V) logits, and where it ran
@@ -220,6 +232,12 @@ pub(super) fn measure(p: &Pretrained, r: &Read) -> Result<Inspection> {
     let next = r.logits.chunks_exact(cfg.vocab).map(|row| top(&p.tokenizer, &choice.distribution(row), TOP));
     Ok(Inspection {
         model: p.name.clone(),
+        family: p.family.name().to_string(),
+        block: cfg.arch.describe(cfg.heads),
+        norm: match cfg.arch.norm {
+            crate::config::NormKind::LayerNorm => layer_norm(),
+            crate::config::NormKind::RmsNorm => "RMSNorm".into(),
+        },
         n_layer: cfg.layers,
         n_head: cfg.heads,
         d_model: cfg.d_model,

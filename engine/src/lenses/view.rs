@@ -101,18 +101,19 @@ fn on_sphere(r: &Inspection) -> Verdict {
     let (most, at) = off.map_or((0.0, 0), |l| (l.gain.mean_rel_offset, l.layer));
     let dims: Vec<String> = off.map_or(vec![], |l| l.gain_dims.iter().take(3).map(|d| d.0.to_string()).collect());
     let agrees = worst < 0.05;
+    let norm = &r.norm;
     settled(
         if agrees { Agreement::Agrees } else { Agreement::Disagrees },
         format!(
-            "{}: after LayerNorm every one of the {} tokens is within {worst:.1e} (relative) of the sphere of radius \
-             √{} = {:.2}, at all {} depths. LayerNorm's gain and bias then move them off it, most at {}: {:.0}% on \
+            "{}: after {norm} every one of the {} tokens is within {worst:.1e} (relative) of the sphere of radius \
+             √{} = {:.2}, at all {} depths. {norm}'s gain and bias then move them off it, most at {}: {:.0}% on \
              average, mostly along dimensions {}.",
             if agrees { "On the sphere" } else { "Off the sphere" },
             r.tokens.len(),
             r.d_model,
             (r.d_model as f64).sqrt(),
             r.n_layer + 1,
-            if at == r.n_layer { "the final LayerNorm".to_string() } else { format!("layer {at}") },
+            if at == r.n_layer { format!("the final {norm}") } else { format!("layer {at}") },
             100.0 * most,
             dims.join(", ")
         ),

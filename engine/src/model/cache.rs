@@ -30,6 +30,9 @@ pub struct BlockCache<S> {
     pub ln2_out: Vec<S>,
     pub fc_pre: Vec<S>,
     pub fc_act: Vec<S>,
+    /// The gated MLP's gate before its activation (N, F), `fc_act = act(gate) * fc_pre`; empty
+    /// for a plain MLP.
+    pub gate: Vec<S>,
 }
 
 #[derive(Clone, Debug)]
@@ -100,6 +103,7 @@ impl<S: Scalar> Cache<S> {
             ln2_out: zeros(n * c),
             fc_pre: zeros(n * f),
             fc_act: zeros(n * f),
+            gate: if cfg.arch.mlp == crate::config::Mlp::Gated { zeros(n * f) } else { Vec::new() },
         };
         Cache {
             b,

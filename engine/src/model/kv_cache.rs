@@ -5,10 +5,10 @@
 //!
 //! Shapes: C = d_model, F = d_ff, V vocab, T context, NH heads of hs = C / NH.
 
-use crate::config::ModelConfig;
+use crate::config::{Mlp, ModelConfig, Positions};
 use crate::error::{Error, Result};
 use crate::nn::loss::softmax_in_place;
-use crate::nn::{activation, layer_norm, linear, reduce};
+use crate::nn::{activation, layer_norm, linear, reduce, rotary};
 use crate::scalar::Scalar;
 
 use super::Model;
@@ -29,6 +29,8 @@ pub struct KvCache<S> {
     h: Vec<S>,
     fc: Vec<S>,
     act: Vec<S>,
+    /// The gated MLP's gate (F; empty for a plain MLP).
+    gate: Vec<S>,
     /// One attention row (T).
     scores: Vec<S>,
     /// The logits (V) after the last token.
@@ -38,8 +40,10 @@ pub struct KvCache<S> {
 }
 
 impl<S: Scalar> KvCache<S> {
-    pub fn new(cfg: &ModelConfig) -> Self {
-        let (t, c, f) = (cfg.context, cfg.d_model, cfg.d_ff);
+    /// Room for `positions` tokens (at most the context): a real model's context of thousands of
+    /// positions is not paid for a short writing.
+    pub fn new(cfg: &ModelConfig, positions: usize) -> Self {
+        let (t, c, f) = (positions.clamp(1, cfg.context.max(1)), cfg.d_model, cfg.d_ff);
         let z = |n: usize| vec![S::zero(); n];
         KvCache {
             len: 0,
@@ -55,6 +59,7 @@ impl<S: Scalar> KvCache<S> {
             h: z(c),
             fc: z(f),
             act: z(f),
+            gate: if cfg.arch.mlp == Mlp::Gated { z(f) } else { Vec::new() },
             scores: z(t),
             logits: z(cfg.vocab),
             full: None,
@@ -101,20 +106,28 @@ impl<S: Scalar> Model<S> {
         if token as usize >= v {
             return Err(Error::Data(format!("token id {token} is outside the vocabulary of {v}")));
         }
-        let (pos, l) = (kv.len, &self.layout);
-        let (wte, wpe) = (self.p(l.wte), self.p(l.wpe));
-        let (tok, at) = (token as usize * c, pos * c);
-        for ((x, &e), &p) in kv.x.iter_mut().zip(&wte[tok..tok + c]).zip(&wpe[at..at + c]) {
-            *x = e + p;
+        let (pos, l, arch) = (kv.len, &self.layout, &cfg.arch);
+        let tok = token as usize * c;
+        kv.x.copy_from_slice(&self.p(l.wte)[tok..tok + c]);
+        if arch.positions == Positions::Learned {
+            let at = pos * c;
+            kv.x.iter_mut().zip(&self.p(l.wpe)[at..at + c]).for_each(|(x, &p)| *x += p);
         }
         let (hs, seen) = (c / nh, pos + 1);
         let scale = S::one() / S::of(hs as f64).sqrt();
+        let norm = |out: &mut [S], u: &mut [S], rstd: &mut [S], x: &[S], w: usize, b: usize| {
+            layer_norm::forward_as(arch.norm, arch.norm_eps, out, u, rstd, x, self.p(w), self.p(b), c)
+        };
         for (i, ids) in l.blocks.iter().enumerate() {
-            layer_norm::forward(&mut kv.ln, &mut kv.u, &mut kv.rstd, &kv.x, self.p(ids.ln1_w), self.p(ids.ln1_b), c);
+            norm(&mut kv.ln, &mut kv.u, &mut kv.rstd, &kv.x, ids.ln1_w, ids.ln1_b);
             linear::forward(&mut kv.q, &kv.ln, self.p(ids.q_w), self.p(ids.q_b), 1, c, c);
             let row = pos * c..seen * c;
             linear::forward(&mut kv.k[i][row.clone()], &kv.ln, self.p(ids.k_w), self.p(ids.k_b), 1, c, c);
-            linear::forward(&mut kv.v[i][row], &kv.ln, self.p(ids.v_w), self.p(ids.v_b), 1, c, c);
+            linear::forward(&mut kv.v[i][row.clone()], &kv.ln, self.p(ids.v_w), self.p(ids.v_b), 1, c, c);
+            if let Positions::Rotary { dims, base } = arch.positions {
+                rotary::forward(&mut kv.q, 1, pos, nh, hs, dims, base);
+                rotary::forward(&mut kv.k[i][row], 1, pos, nh, hs, dims, base);
+            }
             // One attention row per head: P = softmax(q K^T / sqrt(hs)) over the positions seen.
             let (keys, values) = (&kv.k[i], &kv.v[i]);
             for h in 0..nh {
@@ -133,13 +146,21 @@ impl<S: Scalar> Model<S> {
             }
             linear::forward(&mut kv.h, &kv.y, self.p(ids.o_w), self.p(ids.o_b), 1, c, c);
             kv.h.iter_mut().zip(&kv.x).for_each(|(h, &x)| *h += x);
-            layer_norm::forward(&mut kv.ln, &mut kv.u, &mut kv.rstd, &kv.h, self.p(ids.ln2_w), self.p(ids.ln2_b), c);
+            let mlp_in = if arch.parallel_residual { &kv.x } else { &kv.h };
+            norm(&mut kv.ln, &mut kv.u, &mut kv.rstd, mlp_in, ids.ln2_w, ids.ln2_b);
             linear::forward(&mut kv.fc, &kv.ln, self.p(ids.fc_w), self.p(ids.fc_b), 1, c, f);
-            activation::forward(cfg.activation, &mut kv.act, &kv.fc);
+            match ids.gate {
+                None => activation::forward(cfg.activation, &mut kv.act, &kv.fc),
+                Some((gw, gb)) => {
+                    linear::forward(&mut kv.gate, &kv.ln, self.p(gw), self.p(gb), 1, c, f);
+                    activation::forward(cfg.activation, &mut kv.act, &kv.gate);
+                    kv.act.iter_mut().zip(&kv.fc).for_each(|(a, &up)| *a *= up);
+                }
+            }
             linear::forward(&mut kv.x, &kv.act, self.p(ids.proj_w), self.p(ids.proj_b), 1, f, c);
             kv.x.iter_mut().zip(&kv.h).for_each(|(x, &h)| *x += h);
         }
-        layer_norm::forward(&mut kv.ln, &mut kv.u, &mut kv.rstd, &kv.x, self.p(l.lnf_w), self.p(l.lnf_b), c);
+        norm(&mut kv.ln, &mut kv.u, &mut kv.rstd, &kv.x, l.lnf_w, l.lnf_b);
         linear::forward(&mut kv.logits, &kv.ln, self.p(l.head_w), self.p(l.head_b), 1, c, v);
         kv.len += 1;
         Ok(&kv.logits)
@@ -149,7 +170,7 @@ impl<S: Scalar> Model<S> {
     /// the window (its products as matrices, not one row at a time), whose keys and values the
     /// cache keeps. Returns the logits (V) of the token after the window.
     pub fn prefill<'a>(&self, kv: &'a mut KvCache<S>, window: &[u32]) -> Result<&'a [S]> {
-        let (t, c, v) = (self.cfg.context, self.cfg.d_model, self.cfg.vocab);
+        let (t, c, v) = (kv.context, self.cfg.d_model, self.cfg.vocab);
         let n = window.len();
         if n == 0 || n > t {
             return Err(Error::Data(format!("a window of 1 to {t} tokens, got {n}")));

@@ -1,8 +1,11 @@
 //! The Pre-LN decoder (docs/science.md#the-model), forward with a cache and backward by hand.
 //!
 //! `x0 = wte[tok] + wpe[pos]`; per block `h = x + O(attn(LN1(x)))`, `x' = h + proj(act(fc(LN2(h))))`;
-//! then `logits = head(LN_f(x))`. Shapes: B batch rows, T positions, C = d_model, F = d_ff, V vocab,
-//! N = B*T tokens.
+//! then `logits = head(LN_f(x))`. A real model's block varies this as `cfg.arch` says (RMSNorm,
+//! rotary positions, a gated MLP, attention and MLP in parallel); the backward pass is the lab's
+//! block's, the only one it trains (`config::train` refuses the others).
+//!
+//! Shapes: B batch rows, T positions, C = d_model, F = d_ff, V vocab, N = B*T tokens.
 
 use rand_distr::{Distribution, Normal};
 
@@ -17,10 +20,10 @@ pub use kv_cache::KvCache;
 
 use linears::LinearId;
 
-use crate::config::ModelConfig;
+use crate::config::{ModelConfig, Positions};
 use crate::error::{Error, Result};
 use crate::nn::attention::{self, Shape};
-use crate::nn::{activation, embedding, layer_norm, linear, loss};
+use crate::nn::{activation, embedding, layer_norm, linear, loss, rotary};
 use crate::rng::{rng, Stream};
 use crate::scalar::Scalar;
 use params::Layout;
@@ -133,8 +136,10 @@ impl<S: Scalar> Model<S> {
         Ok(mean)
     }
 
-    /// Everything before the head: the embedding, every block and the final LayerNorm, kept in
-    /// `cache` (a text read once stops here, and takes the logits it wants: `Model::logits`).
+    /// Everything before the head: the embedding, every block and the final norm, kept in `cache`
+    /// (a text read once stops here, and takes the logits it wants: `Model::logits`). The block is
+    /// the lab's Pre-LN GPT-2 block, or a real model's variant of it as `cfg.arch` says: RMSNorm,
+    /// rotary positions, a gated MLP, attention and MLP in parallel.
     pub(crate) fn trunk(&self, cache: &mut Cache<S>, tokens: &[u32]) -> Result<()> {
         let (t, c, f, v) = (cache.t, self.cfg.d_model, self.cfg.d_ff, self.cfg.vocab);
         if t > self.cfg.context {
@@ -142,7 +147,11 @@ impl<S: Scalar> Model<S> {
         }
         let n = cache.b * t;
         check_batch(n, v, tokens, tokens)?;
-        let l = &self.layout;
+        let (l, arch) = (&self.layout, &self.cfg.arch);
+        let (nh, hs) = (self.cfg.heads, self.cfg.head_size());
+        let norm = |out: &mut [S], u: &mut [S], rstd: &mut [S], x: &[S], w: usize, b: usize| {
+            layer_norm::forward_as(arch.norm, arch.norm_eps, out, u, rstd, x, self.p(w), self.p(b), c)
+        };
         cache.tokens.copy_from_slice(tokens);
         embedding::forward(&mut cache.resid[0], tokens, self.p(l.wte), self.p(l.wpe), t, c);
         let shape = self.shape(cache.b, t);
@@ -150,45 +159,34 @@ impl<S: Scalar> Model<S> {
             let (done, rest) = cache.resid.split_at_mut(i + 1);
             let (x, next) = (&done[i], &mut rest[0]);
             let bc = &mut cache.blocks[i];
-            layer_norm::forward(
-                &mut bc.ln1_out,
-                &mut bc.ln1_u,
-                &mut bc.ln1_rstd,
-                x,
-                self.p(ids.ln1_w),
-                self.p(ids.ln1_b),
-                c,
-            );
+            norm(&mut bc.ln1_out, &mut bc.ln1_u, &mut bc.ln1_rstd, x, ids.ln1_w, ids.ln1_b);
             linear::forward(&mut bc.q, &bc.ln1_out, self.p(ids.q_w), self.p(ids.q_b), n, c, c);
             linear::forward(&mut bc.k, &bc.ln1_out, self.p(ids.k_w), self.p(ids.k_b), n, c, c);
             linear::forward(&mut bc.v, &bc.ln1_out, self.p(ids.v_w), self.p(ids.v_b), n, c, c);
+            if let Positions::Rotary { dims, base } = arch.positions {
+                rotary::forward(&mut bc.q, t, 0, nh, hs, dims, base);
+                rotary::forward(&mut bc.k, t, 0, nh, hs, dims, base);
+            }
             attention::forward(&mut bc.att, &mut bc.attn_y, &bc.q, &bc.k, &bc.v, shape);
             linear::forward(&mut bc.h, &bc.attn_y, self.p(ids.o_w), self.p(ids.o_b), n, c, c);
             bc.h.iter_mut().zip(x).for_each(|(h, &x)| *h += x);
-            layer_norm::forward(
-                &mut bc.ln2_out,
-                &mut bc.ln2_u,
-                &mut bc.ln2_rstd,
-                &bc.h,
-                self.p(ids.ln2_w),
-                self.p(ids.ln2_b),
-                c,
-            );
+            // In parallel (GPT-NeoX) the MLP reads the block's input, not h.
+            let mlp_in = if arch.parallel_residual { x } else { &bc.h };
+            norm(&mut bc.ln2_out, &mut bc.ln2_u, &mut bc.ln2_rstd, mlp_in, ids.ln2_w, ids.ln2_b);
             linear::forward(&mut bc.fc_pre, &bc.ln2_out, self.p(ids.fc_w), self.p(ids.fc_b), n, c, f);
-            activation::forward(self.cfg.activation, &mut bc.fc_act, &bc.fc_pre);
+            match ids.gate {
+                None => activation::forward(self.cfg.activation, &mut bc.fc_act, &bc.fc_pre),
+                Some((gw, gb)) => {
+                    linear::forward(&mut bc.gate, &bc.ln2_out, self.p(gw), self.p(gb), n, c, f);
+                    activation::forward(self.cfg.activation, &mut bc.fc_act, &bc.gate);
+                    bc.fc_act.iter_mut().zip(&bc.fc_pre).for_each(|(a, &up)| *a *= up);
+                }
+            }
             linear::forward(next, &bc.fc_act, self.p(ids.proj_w), self.p(ids.proj_b), n, f, c);
             next.iter_mut().zip(&bc.h).for_each(|(y, &h)| *y += h);
         }
         let last = &cache.resid[self.cfg.layers];
-        layer_norm::forward(
-            &mut cache.lnf_out,
-            &mut cache.lnf_u,
-            &mut cache.lnf_rstd,
-            last,
-            self.p(l.lnf_w),
-            self.p(l.lnf_b),
-            c,
-        );
+        norm(&mut cache.lnf_out, &mut cache.lnf_u, &mut cache.lnf_rstd, last, l.lnf_w, l.lnf_b);
         Ok(())
     }
 
@@ -200,6 +198,10 @@ impl<S: Scalar> Model<S> {
     /// As `backward`, for the mean loss of the same forward pass scored against `targets` instead
     /// of the batch's own (K-FAC's sampled Fisher draws them from the model); `IGNORE` stays ignored.
     pub fn backward_for(&self, cache: &Cache<S>, targets: &[u32], grads: &mut Grads<S>) {
+        debug_assert!(
+            crate::config::Arch { tied_head: false, ..self.cfg.arch.clone() }.is_lab_block(),
+            "the backward pass is the lab's block's"
+        );
         let (t, c, f, v) = (self.cfg.context, self.cfg.d_model, self.cfg.d_ff, self.cfg.vocab);
         assert_eq!(cache.t, t, "training runs full windows");
         let n = cache.b * t;

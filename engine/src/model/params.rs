@@ -41,6 +41,8 @@ pub struct BlockIds {
     pub fc_b: usize,
     pub proj_w: usize,
     pub proj_b: usize,
+    /// The gated MLP's gate (weight, bias), beside `fc` (its "up") and `proj` (its "down").
+    pub gate: Option<(usize, usize)>,
 }
 
 impl BlockIds {
@@ -78,28 +80,24 @@ pub struct Layout {
 }
 
 impl Layout {
-    /// Every tensor's index but those in `covered`, in layout order.
-    pub fn tensors_except(&self, covered: &[usize]) -> Vec<usize> {
-        (0..self.tensors.len()).filter(|i| !covered.contains(i)).collect()
-    }
-
-    pub fn new(cfg: &ModelConfig) -> Layout {
-        Layout::build(cfg, false)
-    }
-
-    /// GPT-2's layout: the head reads the token embedding (`head_w == wte`), so no `head.weight` is
-    /// stored; its bias is zero. For reading and writing only: training keeps its own head.
-    pub fn tied(cfg: &ModelConfig) -> Layout {
-        Layout::build(cfg, true)
-    }
-
     /// The head is tied to the token embedding.
     pub fn is_tied(&self) -> bool {
         self.head_w == self.wte
     }
 
-    fn build(cfg: &ModelConfig, tied: bool) -> Layout {
-        let (v, c, f, t) = (cfg.vocab, cfg.d_model, cfg.d_ff, cfg.context);
+    /// Every tensor's index but those in `covered`, in layout order.
+    pub fn tensors_except(&self, covered: &[usize]) -> Vec<usize> {
+        (0..self.tensors.len()).filter(|i| !covered.contains(i)).collect()
+    }
+
+    /// The tensors `cfg` describes, in order. A head tied to the token embedding (`arch.tied_head`,
+    /// `head_w == wte`) stores no `head.weight`. Every linear layer and norm keeps a bias, zero for
+    /// a family without one; keys and values are stored for every query head (grouped-query
+    /// attention's shared rows repeated), so one forward pass runs every family.
+    pub fn new(cfg: &ModelConfig) -> Layout {
+        let (v, c, f) = (cfg.vocab, cfg.d_model, cfg.d_ff);
+        let t = cfg.arch.position_rows(cfg.context);
+        let (tied, gated) = (cfg.arch.tied_head, cfg.arch.mlp == crate::config::Mlp::Gated);
         let mut tensors = Vec::new();
         let mut add = |name: String, shape: Vec<usize>| {
             let offset = tensors.last().map_or(0, |x: &TensorInfo| x.offset + x.len);
@@ -129,6 +127,7 @@ impl Layout {
                 fc_b: add(p("mlp.fc.bias"), vec![f]),
                 proj_w: add(p("mlp.proj.weight"), vec![c, f]),
                 proj_b: add(p("mlp.proj.bias"), vec![c]),
+                gate: gated.then(|| (add(p("mlp.gate.weight"), vec![f, c]), add(p("mlp.gate.bias"), vec![f]))),
             });
         }
         let lnf_w = add("ln_f.weight".into(), vec![c]);

@@ -1,4 +1,5 @@
-//! The MLP's nonlinearity: GELU (tanh form, as GPT-2), ReLU, or identity (JoMA's linear case).
+//! The MLP's nonlinearity: GELU (tanh form, as GPT-2), ReLU, or identity (JoMA's linear case);
+//! for real models also GELU with the normal CDF itself (GPT-NeoX) and SiLU (the gated MLP's).
 
 use multiversion::multiversion;
 
@@ -31,6 +32,35 @@ fn gelu_grad<S: Scalar>(x: S) -> S {
     half * (S::one() + th) + half * x * sech2 * k * (S::one() + three * c * x * x)
 }
 
+/// Exact GELU `x Φ(x)`, Φ from libm's erf (no closed form in float loops worth writing here).
+#[inline(always)]
+fn gelu_exact<S: Scalar>(x: S) -> S {
+    let v = x.to_f64().unwrap_or(f64::NAN);
+    S::of(0.5 * v * (1.0 + libm::erf(v * std::f64::consts::FRAC_1_SQRT_2)))
+}
+
+/// Its derivative `Φ(x) + x φ(x)`.
+#[inline(always)]
+fn gelu_exact_grad<S: Scalar>(x: S) -> S {
+    let v = x.to_f64().unwrap_or(f64::NAN);
+    let cdf = 0.5 * (1.0 + libm::erf(v * std::f64::consts::FRAC_1_SQRT_2));
+    let pdf = (-0.5 * v * v).exp() / (2.0 * std::f64::consts::PI).sqrt();
+    S::of(cdf + v * pdf)
+}
+
+/// `x σ(x)`.
+#[inline(always)]
+fn silu<S: Scalar>(x: S) -> S {
+    x / (S::one() + (-x).exp_fast())
+}
+
+/// Its derivative `σ(x) (1 + x (1 - σ(x)))`.
+#[inline(always)]
+fn silu_grad<S: Scalar>(x: S) -> S {
+    let s = S::one() / (S::one() + (-x).exp_fast());
+    s * (S::one() + x * (S::one() - s))
+}
+
 /// `out = act(inp)`. Compiled for the wider SIMD sets too (AVX-512, AVX2) and chosen at run time:
 /// element by element, with no fused multiply-add, so every version gives the same bits.
 #[multiversion(targets = "simd")]
@@ -39,6 +69,8 @@ pub fn forward<S: Scalar>(act: Activation, out: &mut [S], inp: &[S]) {
         Activation::Identity => out.copy_from_slice(inp),
         Activation::Relu => out.iter_mut().zip(inp).for_each(|(o, &x)| *o = x.max(S::zero())),
         Activation::Gelu => out.iter_mut().zip(inp).for_each(|(o, &x)| *o = gelu(x)),
+        Activation::GeluExact => out.iter_mut().zip(inp).for_each(|(o, &x)| *o = gelu_exact(x)),
+        Activation::Silu => out.iter_mut().zip(inp).for_each(|(o, &x)| *o = silu(x)),
     }
 }
 
@@ -55,6 +87,16 @@ pub fn backward<S: Scalar>(act: Activation, dinp: &mut [S], dout: &[S], inp: &[S
         Activation::Gelu => {
             for ((d, &g), &x) in dinp.iter_mut().zip(dout).zip(inp) {
                 *d = g * gelu_grad(x);
+            }
+        }
+        Activation::GeluExact => {
+            for ((d, &g), &x) in dinp.iter_mut().zip(dout).zip(inp) {
+                *d = g * gelu_exact_grad(x);
+            }
+        }
+        Activation::Silu => {
+            for ((d, &g), &x) in dinp.iter_mut().zip(dout).zip(inp) {
+                *d = g * silu_grad(x);
             }
         }
     }
@@ -88,6 +130,23 @@ mod tests {
             let h = 1e-6;
             let fd = (gelu(x + h) - gelu(x - h)) / (2.0 * h);
             assert!((gelu_grad(x) - fd).abs() < 1e-8, "at {x}: {} vs {fd}", gelu_grad(x));
+        }
+    }
+
+    /// Exact GELU against values of x Φ(x) from a table of the normal CDF, and both real-model
+    /// activations' derivatives against central differences.
+    #[test]
+    fn exact_gelu_and_silu_and_their_derivatives() {
+        // Φ(1) = 0.841344746, Φ(-0.5) = 0.308537539, Φ(2) = 0.977249868.
+        for (x, cdf) in [(1.0f64, 0.841_344_746), (-0.5, 0.308_537_539), (2.0, 0.977_249_868)] {
+            assert!((gelu_exact(x) - x * cdf).abs() < 1e-9, "GELU at {x}");
+        }
+        assert!((silu(2.0f64) - 2.0 / (1.0 + (-2.0f64).exp())).abs() < 1e-15);
+        for i in -40..=40 {
+            let (x, h) = (i as f64 * 0.1, 1e-6);
+            let fd = |f: fn(f64) -> f64| (f(x + h) - f(x - h)) / (2.0 * h);
+            assert!((gelu_exact_grad(x) - fd(gelu_exact)).abs() < 1e-8, "GELU' at {x}");
+            assert!((silu_grad(x) - fd(silu)).abs() < 1e-8, "SiLU' at {x}");
         }
     }
 }

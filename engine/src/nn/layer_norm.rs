@@ -2,23 +2,45 @@
 //!
 //! `u = (x - mean(x)) * rstd` with `rstd = 1 / sqrt(var(x) + eps)` (population variance), so `|u|`
 //! is sqrt(C) up to `eps`; `u` is cached both for the backward pass and as "the token on the sphere".
+//! RMSNorm (Llama's) is the same without the centring: `u = x / sqrt(mean(x²) + eps)`, on the same
+//! sphere (`forward_as`; the lab trains with LayerNorm only, so the backward is LayerNorm's).
 
 use multiversion::multiversion;
 
+use crate::config::NormKind;
 use crate::nn::reduce;
 use crate::scalar::Scalar;
 
-pub const EPS: f64 = 1e-5;
+pub use crate::config::LAYER_NORM_EPS as EPS;
 
-/// inp (N, C) -> out (N, C); caches `u` (N, C) and `rstd` (N). Multiversioned as
-/// `activation::forward`: the sums keep their order, so every SIMD width gives the same bits.
-#[multiversion(targets = "simd")]
+/// LayerNorm with GPT-2's epsilon (the lab's norm).
 pub fn forward<S: Scalar>(out: &mut [S], u: &mut [S], rstd: &mut [S], inp: &[S], weight: &[S], bias: &[S], c: usize) {
+    forward_as(NormKind::LayerNorm, EPS, out, u, rstd, inp, weight, bias, c)
+}
+
+/// inp (N, C) -> out (N, C) by `kind` with `eps`; caches `u` (N, C) and `rstd` (N). Multiversioned
+/// as `activation::forward`: the sums keep their order, so every SIMD width gives the same bits.
+#[allow(clippy::too_many_arguments)]
+#[multiversion(targets = "simd")]
+pub fn forward_as<S: Scalar>(
+    kind: NormKind,
+    eps: f64,
+    out: &mut [S],
+    u: &mut [S],
+    rstd: &mut [S],
+    inp: &[S],
+    weight: &[S],
+    bias: &[S],
+    c: usize,
+) {
     let cs = S::of(c as f64);
     for (n, x) in inp.chunks_exact(c).enumerate() {
-        let mean = reduce::sum(x) / cs;
+        let mean = match kind {
+            NormKind::LayerNorm => reduce::sum(x) / cs,
+            NormKind::RmsNorm => S::zero(),
+        };
         let var = reduce::sum_zip([x], |[v]| (v - mean) * (v - mean)) / cs;
-        let r = S::one() / (var + S::of(EPS)).sqrt();
+        let r = S::one() / (var + S::of(eps)).sqrt();
         rstd[n] = r;
         let row = n * c..(n + 1) * c;
         for (((o, uu), &v), (&w, &b)) in

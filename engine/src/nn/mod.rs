@@ -11,3 +11,4 @@ pub mod linear;
 pub mod loss;
 pub mod matmul;
 pub mod reduce;
+pub mod rotary;

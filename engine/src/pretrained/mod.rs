@@ -1,26 +1,27 @@
-//! Real transformers in the lab: the GPT-2 family opened from Hugging Face's files (`config.json`,
-//! `model.safetensors` and the tokenizer's files), read with the model's own tokenizer, and seen
-//! through the lab's lenses.
+//! Real transformers in the lab: GPT-2, GPT-NeoX (Pythia), Llama and Qwen2 opened from Hugging
+//! Face's files (`config.json`, `model.safetensors` and the tokenizer's files), read with the
+//! model's own tokenizer, and seen through the lab's lenses.
 //!
 //! - `files`: what a file must be before it is read (JSON text, safetensors of the length its header
 //!   says, natively a regular file of a sensible size).
-//! - `hf_config`: `config.json`, checked: what the engine runs exactly, or a refusal naming why.
-//! - `weights`: `model.safetensors` into the engine's layout (Conv1D transposed, `c_attn` split,
-//!   the head tied to the token embedding).
+//! - `families`: one file a family, mapping its `config.json` onto the engine's `Arch` and sizes
+//!   (what the engine runs exactly, or a refusal naming the field) and its tensor names onto the
+//!   engine's layout.
+//! - `weights`: what every family shares in reading `model.safetensors` (names, shapes, F32, F16
+//!   and BF16, the tensors a family skips).
 //! - `tokenizer`: the model's own tokenizer, from `tokenizer.json` (or GPT-2's `vocab.json` and
 //!   `merges.txt`) through Hugging Face's `tokenizers`.
 //!
-//! GPT-2 is the engine's own architecture (Pre-LN, tanh GELU, LayerNorm eps 1e-5, learned
-//! positions), so the loaded model runs through the same `Model::forward` the lab trains with, or
-//! on the GPU through the trainer's forward ops (`gpu::reader`); the lab's lenses on it are
-//! `crate::lenses`.
+//! Every family runs through the same `Model::forward` the lab trains with, its block described by
+//! `config::Arch`; GPT-2's block is the lab's own, so it also reads on the GPU through the trainer's
+//! forward ops (`gpu::reader`). The lab's lenses on them are `crate::lenses`.
 
+pub mod families;
 pub mod files;
-pub mod hf_config;
 pub mod tokenizer;
 pub mod weights;
 
-pub use hf_config::HfConfig;
+pub use families::Family;
 pub use tokenizer::{Tokenizer, TokenizerFiles};
 
 use crate::error::{Error, Result};
@@ -32,6 +33,7 @@ use crate::model::Model;
 pub struct Pretrained {
     /// Where it came from (a folder, a file, a hub id), for the reports.
     pub name: String,
+    pub family: Family,
     pub model: Model<f32>,
     pub tokenizer: Tokenizer,
 }
@@ -49,10 +51,16 @@ impl Pretrained {
     /// Opens a model from its files' bytes (what the page fetches or the visitor picks). The
     /// memory budget decides before the weights are allocated.
     pub fn from_files(name: &str, files: ModelFiles, budget: u64) -> Result<Pretrained> {
-        let cfg = Self::check(files.config, files.weights.len() as u64, budget)?;
+        let (family, cfg) = Self::check(files.config, files.weights.len() as u64, budget)?;
         let tokenizer = match files.tokenizer {
             Some(f) => Tokenizer::from_files(f)?,
-            None => builtin_tokenizer()?,
+            None if family == Family::Gpt2 => builtin_tokenizer()?,
+            None => {
+                return Err(Error::Data(format!(
+                    "the model's tokenizer.json is missing: a {} model reads with its own",
+                    family.name()
+                )))
+            }
         };
         if tokenizer.vocab_size() > cfg.vocab {
             return Err(Error::Data(format!(
@@ -61,8 +69,8 @@ impl Pretrained {
                 cfg.vocab
             )));
         }
-        let (layout, params) = weights::read(&cfg, files.weights)?;
-        Ok(Pretrained { name: name.to_string(), model: Model::from_parts(cfg, layout, params)?, tokenizer })
+        let (layout, params) = family.weights(&cfg, files.weights)?;
+        Ok(Pretrained { name: name.to_string(), family, model: Model::from_parts(cfg, layout, params)?, tokenizer })
     }
 
     /// Refuses writing that would run past the model's context: like `transformers`, the lab does
@@ -83,10 +91,10 @@ impl Pretrained {
 
     /// The model `config_json` describes, if it is one the engine runs and its weights with a file
     /// of `file_bytes` fit `budget`: what opening it checks before anything is allocated.
-    pub fn check(config_json: &[u8], file_bytes: u64, budget: u64) -> Result<crate::config::ModelConfig> {
-        let cfg = HfConfig::parse(config_json)?.model_config()?;
+    pub fn check(config_json: &[u8], file_bytes: u64, budget: u64) -> Result<(Family, crate::config::ModelConfig)> {
+        let (family, cfg) = Family::of_config(config_json)?;
         memory::check_open(&cfg, file_bytes, budget)?;
-        Ok(cfg)
+        Ok((family, cfg))
     }
 
     /// Opens `path`: a folder holding `config.json`, `model.safetensors` and the tokenizer's files

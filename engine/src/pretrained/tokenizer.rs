@@ -64,7 +64,8 @@ impl Tokenizer {
         };
         let t = tokenizers::Tokenizer::from_bytes(&json)
             .map_err(|e| Error::Data(format!("tokenizer.json could not be read: {e}")))?;
-        let start = t.token_to_id(END_OF_TEXT_TOKEN).unwrap_or(0);
+        // GPT-2, Pythia and Qwen2 start a text of their own after <|endoftext|>, Llama after <s>.
+        let start = [END_OF_TEXT_TOKEN, "<s>", "<|begin_of_text|>"].iter().find_map(|s| t.token_to_id(s)).unwrap_or(0);
         Ok(Tokenizer { inner: Inner::Hf(Box::new(t)), start })
     }
 
@@ -106,9 +107,21 @@ impl Tokenizer {
         }
     }
 
-    /// Each token's own text: its bytes, or U+FFFD where a token holds part of a character.
+    /// Each token's own text: its bytes, or U+FFFD where a token holds part of a character. A
+    /// token is read after the one before it, so a Metaspace tokenizer (Llama's), whose decoder
+    /// drops the space a text starts with, keeps the space that begins a word inside the text.
     pub fn pieces(&self, ids: &[u32]) -> Vec<String> {
-        ids.iter().map(|&id| self.decode(&[id])).collect()
+        ids.iter()
+            .enumerate()
+            .map(|(i, &id)| {
+                let alone = self.decode(&[id]);
+                if i == 0 {
+                    return alone;
+                }
+                let (before, pair) = (self.decode(&ids[i - 1..i]), self.decode(&ids[i - 1..=i]));
+                pair.strip_prefix(before.as_str()).map_or(alone, str::to_string)
+            })
+            .collect()
     }
 }
 

@@ -94,7 +94,7 @@ pub fn generate(model: &Model<f32>, vocab: &dyn Codec, spec: &SampleSpec) -> Res
     }
     let t = model.cfg.context;
     let prompt = prompt.split_off(prompt.len().saturating_sub(t));
-    let mut kv = KvCache::new(&model.cfg);
+    let mut kv = KvCache::new(&model.cfg, prompt.len() + spec.tokens);
     (0..spec.samples as u64)
         .map(|i| {
             let seed = spec.seed.wrapping_add(i);

@@ -1,0 +1,147 @@
+//! Every model family the lab opens, end to end through `lab`: a small random-weight GPT-NeoX
+//! (Pythia's layout, F16 with its mask buffers), Llama (grouped-query, tied head) and Qwen2 (q/k/v
+//! biases, BF16, transformers 5's `rope_parameters`) in Hugging Face's exact files with a
+//! tokenizer.json of their kind (`tests/families/fixture.py`), read by `lab inspect --dump` and
+//! compared with an independent numpy forward of each family (the same script); written by
+//! `lab sample --model`; and each field the engine cannot run refused by name. Needs python3 with
+//! numpy (as `tests/gpt2.rs`).
+
+#![cfg(not(target_arch = "wasm32"))]
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use safetensors::SafeTensors;
+use serde_json::Value;
+
+const TEXT: &str = "the heat in the tea and the stars";
+
+fn python() -> String {
+    std::env::var("SPHEREWALK_PYTHON").unwrap_or_else(|_| {
+        if Path::new("/usr/bin/python3").exists() { "/usr/bin/python3" } else { "python3" }.to_string()
+    })
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("spherewalk-family-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn fixture(dir: &Path, family: &str, reference: Option<&str>) {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/families/fixture.py");
+    let mut cmd = Command::new(python());
+    cmd.arg(script).arg(dir).args(["--family", family]);
+    if let Some(ids) = reference {
+        cmd.args(["--reference", ids]);
+    }
+    let out = cmd.output().expect("python3 runs");
+    assert!(
+        out.status.success(),
+        "fixture.py failed (python3 with numpy needed): {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn lab(args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_lab")).args(args).output().unwrap();
+    (out.status.success(), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
+}
+
+type Tensors = HashMap<String, (Vec<usize>, Vec<f32>)>;
+
+fn tensors(path: &Path) -> Tensors {
+    let bytes = std::fs::read(path).unwrap();
+    let st = SafeTensors::deserialize(&bytes).unwrap();
+    st.iter()
+        .map(|(name, t)| {
+            let data = t.data().chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
+            (name.to_string(), (t.shape().to_vec(), data))
+        })
+        .collect()
+}
+
+#[test]
+fn each_family_reads_as_its_independent_forward() {
+    for (family, layers, block) in [
+        ("gpt_neox", 3, "LayerNorm, rotary positions on 4 dims (base 10000), parallel attention and MLP"),
+        ("llama", 3, "RMSNorm, rotary positions on 16 dims (base 100000), gated MLP, 4 query heads share 2"),
+        ("qwen2", 2, "RMSNorm, rotary positions on 16 dims (base 1000000), gated MLP, 4 query heads share 1"),
+    ] {
+        let dir = scratch(family);
+        fixture(&dir, family, None);
+        let (d, dump) = (dir.to_str().unwrap(), dir.join("dump.safetensors"));
+        let args =
+            ["inspect", "--model", d, "--text", TEXT, "--json", "--dump", dump.to_str().unwrap(), "--backend", "cpu"];
+        let (ok, out, err) = lab(&args);
+        assert!(ok, "{family}: {err}");
+        let report: Value = serde_json::from_str(out.trim()).unwrap();
+        assert_eq!(report["n_layer"], layers, "{family}");
+        assert!(report["block"].as_str().unwrap().starts_with(block), "{family}: {}", report["block"]);
+        // The sphere lens names the norm it measures.
+        assert_eq!(report["norm"], if family == "gpt_neox" { "LayerNorm" } else { "RMSNorm" }, "{family}");
+        let pieces: String = report["pieces"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+        assert_eq!(pieces.trim_start(), TEXT, "{family}: the tokenizer's pieces give the text back");
+        let ids: Vec<String> = report["tokens"].as_array().unwrap().iter().map(|v| v.to_string()).collect();
+        fixture(&dir, family, Some(&ids.join(",")));
+        let (reference, ours) = (tensors(&dir.join("reference.safetensors")), tensors(&dump));
+        assert_eq!(reference.len(), 2 * layers + 2);
+        for (name, (shape, want)) in &reference {
+            let (our_shape, got) = &ours[name];
+            assert_eq!(our_shape, shape, "{family} {name}");
+            let scale = want.iter().fold(0f32, |m, x| m.max(x.abs()));
+            let err = got.iter().zip(want).fold(0f32, |m, (a, b)| m.max((a - b).abs()));
+            assert!(err <= 1e-4 * scale, "{family} {name}: max error {err:e} against a largest value of {scale}");
+        }
+        // The GPU reader has GPT-2's kernels only: asked for, it says so; under auto the CPU reads.
+        let gpu = ["inspect", "--model", d, "--text", TEXT, "--json", "--backend", "gpu"];
+        let (ok, _, err) = lab(&gpu);
+        assert!(!ok && (err.contains("runs on the CPU") || err.contains("no GPU adapter")), "{family}: {err}");
+        let (ok, out, err) = lab(&["inspect", "--model", d, "--text", TEXT, "--json", "--backend", "auto"]);
+        assert!(ok, "{family}: {err}");
+        assert!(serde_json::from_str::<Value>(out.trim()).unwrap()["on"].as_str().unwrap().starts_with("CPU"));
+        // Writing through the key/value cache, greedy: the same tokens as the full pass's argmax.
+        let (ok, out, err) =
+            lab(&["sample", "--model", d, "--prompt", "the", "--tokens", "12", "--temperature", "0", "--json"]);
+        assert!(ok, "{family}: {err}");
+        let sample: Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
+        assert_eq!(sample["tokens"].as_array().map(Vec::len), Some(12), "{family}: {sample}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+#[test]
+fn what_the_engine_cannot_run_is_refused_by_name() {
+    let dir = scratch("refused");
+    let cases: [(&str, &str, Value, &str); 7] = [
+        (
+            "llama",
+            "rope_scaling",
+            serde_json::json!({"rope_type": "linear", "factor": 2.0}),
+            "rope_scaling of type \"linear\"",
+        ),
+        ("qwen2", "use_sliding_window", Value::Bool(true), "use_sliding_window is true"),
+        ("llama", "hidden_act", Value::from("gelu"), "hidden_act \"gelu\""),
+        ("llama", "head_dim", Value::from(32), "head_dim = 32"),
+        ("llama", "num_key_value_heads", Value::from(3), "num_key_value_heads = 3 does not divide"),
+        ("gpt_neox", "model_type", Value::from("bert"), "model_type is \"bert\"; the lab opens"),
+        ("gpt_neox", "hidden_act", Value::from("gelu_python"), "hidden_act \"gelu_python\""),
+    ];
+    for (family, field, value, want) in cases {
+        fixture(&dir, family, None);
+        let path = dir.join("config.json");
+        let mut config: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        config[field] = value;
+        std::fs::write(&path, config.to_string()).unwrap();
+        let (ok, _, err) = lab(&["inspect", "--model", dir.to_str().unwrap(), "--text", TEXT]);
+        assert!(!ok && err.contains(want), "{family} {field}: {err}");
+    }
+    // A family without its tokenizer.json is not read with GPT-2's.
+    fixture(&dir, "llama", None);
+    std::fs::remove_file(dir.join("tokenizer.json")).unwrap();
+    let (ok, _, err) = lab(&["inspect", "--model", dir.to_str().unwrap(), "--text", TEXT]);
+    assert!(!ok && err.contains("tokenizer.json"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
