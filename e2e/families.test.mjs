@@ -16,7 +16,7 @@ for (const [id, revision, family, block] of [
   ['spherewalk/pythia-fixture', 'step1000', 'GPT-NeoX', /rotary positions on 4 dims.*parallel attention and MLP/],
   ['spherewalk/llama-fixture', 'main', 'Llama', /RMSNorm.*gated MLP.*4 query heads share 2 key\/value heads/],
 ]) {
-  test(`${family} fetched as ${id}@${revision} reads every layer as lab inspect does, on the CPU`, { timeout: 180_000 }, async (t) => {
+  test(`${family} fetched as ${id}@${revision} reads every layer as lab inspect does, on the CPU and on WebGPU`, { timeout: 180_000 }, async (t) => {
     const { page, problems } = await launch(t, { viewport: { width: 1280, height: 800 } });
     const requests = [];
     page.on('request', (r) => requests.push(r.url()));
@@ -44,10 +44,13 @@ for (const [id, revision, family, block] of [
       l.heads.forEach((h, j) => close(web.layers[i].heads[j].entropy, h.entropy, `entropy of layer ${i} head ${j}`));
     });
     cli.next.forEach((row, i) => row.forEach(([, p], k) => close(web.next[i][k][1], p, `candidate ${k} after token ${i}`)));
-    // WebGPU picked: this block's kernels are the CPU's, and the page says where it read.
+    // WebGPU picked: the GPU's kernels for this block (RMSNorm, rotary, gated, parallel) read it,
+    // to the same numbers.
     await page.selectOption('#backend-choice', 'webgpu');
-    const picked = await page.evaluate((text) => spherewalk.inspect(text), TEXT);
-    assert.match(picked.on, /^CPU \(.*runs on the CPU/);
+    const gpu = await page.evaluate((text) => spherewalk.inspect(text), TEXT);
+    assert.match(gpu.on, /^WebGPU/);
+    cli.layers.forEach((l, i) => l.heads.forEach((h, j) => close(gpu.layers[i].heads[j].entropy, h.entropy, `WebGPU: entropy of layer ${i} head ${j}`)));
+    cli.next.forEach((row, i) => row.forEach(([, p], k) => close(gpu.next[i][k][1], p, `WebGPU: candidate ${k} after token ${i}`)));
     await page.screenshot({ path: join(ARTIFACTS, `page-${family.toLowerCase()}.png`) });
     assert.deepEqual(problems, [], 'no console errors');
   });

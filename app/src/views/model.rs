@@ -167,8 +167,8 @@ pub fn ModelPanel(lab: Lab) -> impl IntoView {
                 "A model as Hugging Face keeps it (config.json, model.safetensors and tokenizer.json): GPT-2, \
                  Pythia (GPT-NeoX), SmolLM2 or TinyLlama (Llama), Qwen2. Fetch it by its id (add @ and a revision, \
                  such as Pythia's @step3000, for a checkpoint of its training) or pick its files from your disk. It \
-                 runs here, in this tab, on the CPU (GPT-2 also on WebGPU, as the Backend above says, when the GPU \
-                 can hold its weights); the browser keeps the files for the next visit."
+                 runs here, in this tab: on the CPU, or on WebGPU as the Backend above says when the GPU can hold \
+                 its weights; the browser keeps the files for the next visit."
             </p>
             <div class="row model-fetch">
                 <label for="hub-id">"Model id "</label>

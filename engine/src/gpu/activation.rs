@@ -1,4 +1,5 @@
-//! GELU (tanh form) / ReLU / identity, forward and backward: the GPU twin of `crate::nn::activation`.
+//! GELU (tanh form) / ReLU / identity, and for real models exact GELU / SiLU, forward and backward:
+//! the GPU twin of `crate::nn::activation`; gated, the forward of a Llama's MLP.
 
 use super::{grid_1d, Access, GpuContext, Kernel, Op, Tensor};
 use crate::config::Activation;
@@ -12,8 +13,8 @@ fn kind(a: Activation) -> u32 {
         Activation::Gelu => 0,
         Activation::Relu => 1,
         Activation::Identity => 2,
-        // Refused before a GPU pass is built (`GpuReader::new`, the lab's training limits).
-        Activation::GeluExact | Activation::Silu => unreachable!("no GPU kernel for {a:?}"),
+        Activation::GeluExact => 3,
+        Activation::Silu => 4,
     }
 }
 
@@ -27,12 +28,18 @@ impl Act {
     /// `out = act(inp)` over `inp.len` values.
     pub fn forward(&self, ctx: &GpuContext, a: Activation, out: &Tensor, inp: &Tensor) -> Op {
         assert!(out.len >= inp.len);
-        self.kernel.op(ctx, 0, &[inp, inp, out], &[inp.len as u32, kind(a)], grid_1d(inp.len))
+        self.kernel.op(ctx, 0, &[inp, inp, out], &[inp.len as u32, kind(a), 0], grid_1d(inp.len))
+    }
+
+    /// `out = act(gate) * up` over `gate.len` values (a gated MLP).
+    pub fn gated(&self, ctx: &GpuContext, a: Activation, out: &Tensor, gate: &Tensor, up: &Tensor) -> Op {
+        assert!(out.len >= gate.len && up.len >= gate.len);
+        self.kernel.op(ctx, 0, &[gate, up, out], &[gate.len as u32, kind(a), 1], grid_1d(gate.len))
     }
 
     /// `dinp = dout * act'(inp)` from the cached pre-activation `inp`.
     pub fn backward(&self, ctx: &GpuContext, a: Activation, dinp: &Tensor, dout: &Tensor, inp: &Tensor) -> Op {
         assert!(dinp.len >= inp.len && dout.len >= inp.len);
-        self.kernel.op(ctx, 1, &[inp, dout, dinp], &[inp.len as u32, kind(a)], grid_1d(inp.len))
+        self.kernel.op(ctx, 1, &[inp, dout, dinp], &[inp.len as u32, kind(a), 0], grid_1d(inp.len))
     }
 }

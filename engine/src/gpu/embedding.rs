@@ -15,6 +15,8 @@ pub struct Table {
     pub c: usize,
     pub wte_off: usize,
     pub wpe_off: usize,
+    /// Learned positions to add (the lab, GPT-2); false for a model with rotary positions.
+    pub learned: bool,
 }
 
 impl Embedding {
@@ -24,8 +26,8 @@ impl Embedding {
         Embedding { kernel: Kernel::new(ctx, "embedding", src, &access, &["forward", "backward"]) }
     }
 
-    fn params(tab: Table, n: usize) -> [u32; 6] {
-        [n, tab.t, tab.c, tab.v, tab.wte_off, tab.wpe_off].map(|x| x as u32)
+    fn params(tab: Table, n: usize) -> [u32; 7] {
+        [n, tab.t, tab.c, tab.v, tab.wte_off, tab.wpe_off, tab.learned as usize].map(|x| x as u32)
     }
 
     /// tokens (N) -> out (N, C) = wte[token] + wpe[position].

@@ -1,5 +1,7 @@
 //! The forward pass as a list of GPU ops, recorded from `architecture::BLOCK` as the CPU's
-//! `Model::trunk` walks it: the embedding, every block, the final LayerNorm and the head. The
+//! `Model::trunk` walks it: the embedding, every block, the final LayerNorm and the head. A real
+//! model's block varies the walk as `cfg.arch` says, as the CPU's does: RMSNorm, rotary positions
+//! before the attention, a gated MLP, the MLP's norm reading the block's input (parallel). The
 //! trainer records it once for its batch and appends the loss and the backward pass; the reader
 //! records it for one text and reads every buffer back. Shapes: B rows of T positions, N = B*T,
 //! C = d_model, F = d_ff, V vocab, NH heads of hs = C / NH.
@@ -9,9 +11,10 @@ use super::elementwise::Elementwise;
 use super::embedding::{Embedding, Table};
 use super::layer_norm::{Affine, LayerNorm};
 use super::matmul::{Dims, Matmul, View, Zeros};
+use super::rotary::Rotary;
 use super::softmax::Softmax;
 use super::{GpuContext, GpuError, Op, Result, Tensor};
-use crate::config::ModelConfig;
+use crate::config::{ModelConfig, NormKind, Positions};
 use crate::model::architecture::{Layer, Norm, Slot, BLOCK};
 use crate::model::linears::{LinearId, LinearSpec};
 use crate::model::params::Layout;
@@ -24,6 +27,7 @@ pub struct Kernels {
     pub act: Act,
     pub sm: Softmax,
     pub emb: Embedding,
+    pub rot: Rotary,
 }
 
 impl Kernels {
@@ -35,6 +39,7 @@ impl Kernels {
             act: Act::new(ctx),
             sm: Softmax::new(ctx),
             emb: Embedding::new(ctx),
+            rot: Rotary::new(ctx),
         }
     }
 }
@@ -45,6 +50,8 @@ pub struct Block {
     pub kept: Vec<Tensor>,
     pub norms: [(Tensor, Tensor); 2],
     pub att: Tensor,
+    /// A gated MLP's gate before its activation (N, F).
+    pub gate: Option<Tensor>,
 }
 
 impl Block {
@@ -71,22 +78,30 @@ pub struct Activations {
     pub lnf: [Tensor; 3],
     /// (N, V) logits; the trainer's loss turns them into probabilities in place.
     pub logits: Tensor,
+    /// Rotary positions' cosines and sines for the T positions (`rotary::table`).
+    pub rotary: Option<Tensor>,
 }
 
 impl Activations {
     pub fn new(ctx: &GpuContext, m: &ModelConfig, b: usize, t: usize) -> Result<Self> {
         let (n, c, nh) = (b * t, m.d_model, m.heads);
         let z = |name: &str, len: usize| ctx.tensor(name, len);
+        let gated = m.arch.mlp == crate::config::Mlp::Gated;
         let resid = (0..=m.layers).map(|_| z("resid", n * c)).collect::<Result<Vec<_>>>()?;
         let blocks = (0..m.layers)
             .map(|_| {
                 let kept = Slot::KEPT.iter().map(|&k| z("block_slot", n * k.width(m))).collect::<Result<Vec<_>>>()?;
                 let norm = || Ok::<_, GpuError>((z("ln_u", n * c)?, z("ln_rstd", n)?));
-                Ok(Block { kept, norms: [norm()?, norm()?], att: z("att", b * nh * t * t)? })
+                let gate = if gated { Some(z("gate", n * m.d_ff)?) } else { None };
+                Ok(Block { kept, norms: [norm()?, norm()?], att: z("att", b * nh * t * t)?, gate })
             })
             .collect::<Result<Vec<_>>>()?;
         let lnf = [z("lnf_u", n * c)?, z("lnf_rstd", n)?, z("lnf_out", n * c)?];
-        Ok(Activations { resid, blocks, lnf, logits: z("logits", n * m.vocab)? })
+        let rotary = match m.arch.positions {
+            Positions::Rotary { dims, base } => Some(Rotary::upload(ctx, t, dims, base)?),
+            Positions::Learned => None,
+        };
+        Ok(Activations { resid, blocks, lnf, logits: z("logits", n * m.vocab)?, rotary })
     }
 }
 
@@ -135,13 +150,20 @@ impl Pass<'_> {
     }
 
     pub fn affine(&self, w: usize, b: usize) -> Affine {
-        Affine { w_off: self.layout.tensors[w].offset, b_off: self.layout.tensors[b].offset }
+        let arch = &self.cfg.arch;
+        Affine {
+            w_off: self.layout.tensors[w].offset,
+            b_off: self.layout.tensors[b].offset,
+            eps: arch.norm_eps as f32,
+            centre: arch.norm == NormKind::LayerNorm,
+        }
     }
 
     pub fn table(&self) -> Table {
         let (l, m) = (self.layout, self.cfg);
         let off = |i: usize| l.tensors[i].offset;
-        Table { v: m.vocab, t: self.t, c: m.d_model, wte_off: off(l.wte), wpe_off: off(l.wpe) }
+        let learned = m.arch.positions == Positions::Learned;
+        Table { v: m.vocab, t: self.t, c: m.d_model, wte_off: off(l.wte), wpe_off: off(l.wpe), learned }
     }
 
     pub fn heads(&self) -> Heads {
@@ -189,7 +211,9 @@ impl Pass<'_> {
                 match layer {
                     Layer::Norm(nm) => {
                         let ((u, rstd), (w, bias)) = (bk.norm(nm), ids.norm(nm));
-                        let (out, inp, af) = (slot(nm.output()), slot(nm.input()), self.affine(w, bias));
+                        // In parallel (GPT-NeoX) the MLP's norm reads the block's input, not h.
+                        let input = if nm == Norm::Two && m.arch.parallel_residual { Slot::X } else { nm.input() };
+                        let (out, inp, af) = (slot(nm.output()), slot(input), self.affine(w, bias));
                         ops.push(k.ln.forward(ctx, out, u, rstd, inp, self.params, self.grads, af, n, c));
                     }
                     Layer::Linear(r) => self.linear_forward(
@@ -200,6 +224,12 @@ impl Pass<'_> {
                     ),
                     Layer::Attention => {
                         let (q, kk, vv, y) = (slot(Slot::Q), slot(Slot::K), slot(Slot::V), slot(Slot::AttnY));
+                        if let (Positions::Rotary { dims, .. }, Some(table)) = (m.arch.positions, &a.rotary) {
+                            let hs = m.head_size();
+                            for x in [q, kk] {
+                                ops.push(k.rot.forward(ctx, x, table, n, self.t, m.heads, hs, dims));
+                            }
+                        }
                         ops.push(k.mm.op(ctx, h.scores, h.scale, (q, h.head), (kk, h.head.t()), 0.0, (&bk.att, h.att)));
                         ops.push(k.sm.forward(ctx, &bk.att, self.b * m.heads * self.t, self.t, m.causal));
                         ops.push(k.mm.op(ctx, h.p_times, 1.0, (&bk.att, h.att), (vv, h.head), 0.0, (y, h.head)));
@@ -207,9 +237,15 @@ impl Pass<'_> {
                     Layer::Residual { into, from } => {
                         ops.push(k.ew.add(ctx, (slot(from), 0), (slot(into), 0), n * into.width(m)))
                     }
-                    Layer::Activation => {
-                        ops.push(k.act.forward(ctx, m.activation, slot(Slot::FcAct), slot(Slot::FcPre)))
-                    }
+                    Layer::Activation => match (ids.gate, &bk.gate) {
+                        (Some((gw, gb)), Some(gate)) => {
+                            let off = |i: usize| self.layout.tensors[i].offset;
+                            let lin = Linear { w: off(gw), b: off(gb), din: c, dout: m.d_ff };
+                            self.linear_forward(&mut ops, gate, slot(Slot::Ln2Out), &lin);
+                            ops.push(k.act.gated(ctx, m.activation, slot(Slot::FcAct), gate, slot(Slot::FcPre)));
+                        }
+                        _ => ops.push(k.act.forward(ctx, m.activation, slot(Slot::FcAct), slot(Slot::FcPre))),
+                    },
                 }
             }
         }

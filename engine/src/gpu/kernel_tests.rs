@@ -6,11 +6,12 @@ use super::cross_entropy::{Buffers, CrossEntropy};
 use super::elementwise::{Elementwise, REDUCE_GROUPS};
 use super::embedding::{Embedding, Table};
 use super::layer_norm::{Affine, LayerNorm};
+use super::rotary::Rotary;
 use super::softmax::Softmax;
 use super::testing::*;
-use crate::config::Activation;
+use crate::config::{Activation, NormKind};
 use crate::nn::loss::{self, softmax_in_place};
-use crate::nn::{activation, embedding, layer_norm};
+use crate::nn::{activation, embedding, layer_norm, rotary};
 
 #[test]
 fn activations_match_cpu_forward_and_backward() {
@@ -22,7 +23,8 @@ fn activations_match_cpu_forward_and_backward() {
     let g = random(n, 2);
     let (gx, gg) = (ctx.tensor_from("x", &x).unwrap(), ctx.tensor_from("g", &g).unwrap());
     let out = ctx.tensor("out", n).unwrap();
-    for a in [Activation::Gelu, Activation::Relu, Activation::Identity] {
+    let all = [Activation::Gelu, Activation::Relu, Activation::Identity, Activation::GeluExact, Activation::Silu];
+    for a in all {
         let mut want = vec![0.0; n];
         activation::forward(a, &mut want, &x);
         ctx.run(&[&k.forward(&ctx, a, &out, &gx)]);
@@ -33,6 +35,47 @@ fn activations_match_cpu_forward_and_backward() {
         eprintln!("{a:?}: forward error {ef:e}, backward error {eb:e}");
         assert!(ef < 1e-5 && eb < 1e-5, "{a:?}: {ef} {eb}");
     }
+}
+
+/// A real model's pieces: RMSNorm (no centring, its own epsilon), rotary positions, the gated
+/// activation, each against the CPU's.
+#[test]
+fn rms_norm_rotary_and_the_gate_match_cpu() {
+    let ctx = ctx();
+    let (n, c) = (70, 300);
+    let x: Vec<f32> = random(n * c, 2).iter().map(|v| 3.0 * v + 0.5).collect();
+    let mut prm = random(2 * c, 1);
+    prm[..c].iter_mut().for_each(|w| *w += 1.0);
+    let (mut out, mut u, mut rstd) = (vec![0.0; n * c], vec![0.0; n * c], vec![0.0; n]);
+    layer_norm::forward_as(NormKind::RmsNorm, 1e-6, &mut out, &mut u, &mut rstd, &x, &prm[..c], &prm[c..], c);
+    let t = |d: &[f32]| ctx.tensor_from("t", d).unwrap();
+    let (gx, gp) = (t(&x), t(&prm));
+    let (gout, gu, grstd) =
+        (ctx.tensor("out", n * c).unwrap(), ctx.tensor("u", n * c).unwrap(), ctx.tensor("r", n).unwrap());
+    let a = Affine { w_off: 0, b_off: c, eps: 1e-6, centre: false };
+    let unused = ctx.tensor("grads", 1).unwrap();
+    ctx.run(&[&LayerNorm::new(&ctx).forward(&ctx, &gout, &gu, &grstd, &gx, &gp, &unused, a, n, c)]);
+    let errs = [max_err(&read(&ctx, &gout), &out), max_err(&read(&ctx, &gu), &u), max_err(&read(&ctx, &grstd), &rstd)];
+    assert!(errs.iter().all(|&e| e < 1e-4), "RMSNorm: {errs:?}");
+
+    // 70 rows of 5 positions (14 batch rows), 6 heads of 50 with 20 turned, at angles up to 4 rad.
+    let (t_len, nh, hs, dims) = (5, 6, 50, 20);
+    let mut want = x.clone();
+    rotary::forward(&mut want, t_len, 0, nh, hs, dims, 100.0);
+    let (gq, table) = (t(&x), Rotary::upload(&ctx, t_len, dims, 100.0).unwrap());
+    ctx.run(&[&Rotary::new(&ctx).forward(&ctx, &gq, &table, n, t_len, nh, hs, dims)]);
+    let e = max_err(&read(&ctx, &gq), &want);
+    assert!(e < 1e-5, "rotary: {e}");
+
+    // The gate: act(gate) * up.
+    let (gate, up) = (&x[..n * c / 2], &x[n * c / 2..]);
+    let mut act = vec![0.0; gate.len()];
+    activation::forward(Activation::Silu, &mut act, gate);
+    let want: Vec<f32> = act.iter().zip(up).map(|(a, u)| a * u).collect();
+    let (gg, gu2, go) = (t(gate), t(up), ctx.tensor("o", gate.len()).unwrap());
+    ctx.run(&[&Act::new(&ctx).gated(&ctx, Activation::Silu, &go, &gg, &gu2)]);
+    let e = max_err(&read(&ctx, &go), &want);
+    assert!(e < 1e-5, "gated SiLU: {e}");
 }
 
 #[test]
@@ -114,7 +157,7 @@ fn embedding_matches_cpu_gather_and_scatter_add() {
     let k = Embedding::new(&ctx);
     let (v, t, c, b) = (13, 9, 70, 5);
     let n = b * t;
-    let tab = Table { v, t, c, wte_off: 3, wpe_off: 3 + v * c };
+    let tab = Table { v, t, c, wte_off: 3, wpe_off: 3 + v * c, learned: true };
     let prm = random(3 + (v + t) * c + 4, 1);
     let tokens: Vec<u32> = (0..n).map(|i| ((i * i + 3) % v) as u32).collect();
     let dout = random(n * c, 2);
@@ -165,7 +208,7 @@ fn layer_norm_matches_cpu_forward_and_backward() {
         let (gx, gp, gdy, gdx, gg) = (t(&x), t(&prm), t(&dy), t(&dx0), t(&g0));
         let (gout, gu, grstd) =
             (ctx.tensor("out", n * c).unwrap(), ctx.tensor("u", n * c).unwrap(), ctx.tensor("rstd", n).unwrap());
-        let a = Affine { w_off, b_off };
+        let a = Affine::layer_norm(w_off, b_off);
         let fwd = k.forward(&ctx, &gout, &gu, &grstd, &gx, &gp, &gg, a, n, c);
         let [rows, cols] = k.backward(&ctx, &gdx, &gg, &gdy, &gu, &grstd, &gp, a, n, c);
         ctx.run(&[&fwd, &rows, &cols]);

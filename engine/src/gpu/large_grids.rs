@@ -67,7 +67,7 @@ fn layer_norm_past_65535_rows() {
     let zeros = vec![0.0; ROWS * c];
     let (gx, gout, gu, grstd) = (t(&x, c), t(&zeros, c), t(&zeros, c), t(&zeros[..ROWS], 1));
     let (gp, gg) = (ctx.tensor_from("prm", &prm).unwrap(), ctx.tensor("g", 2 * c).unwrap());
-    ctx.run(&[&k.forward(&ctx, &gout, &gu, &grstd, &gx, &gp, &gg, Affine { w_off: 0, b_off: c }, ROWS, c)]);
+    ctx.run(&[&k.forward(&ctx, &gout, &gu, &grstd, &gx, &gp, &gg, Affine::layer_norm(0, c), ROWS, c)]);
     check(&read(&ctx, &gout), &out, "layer norm output");
     check(&read(&ctx, &grstd), &rstd, "layer norm 1/std");
 }

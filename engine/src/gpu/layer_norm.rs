@@ -1,4 +1,4 @@
-//! LayerNorm forward and backward: the GPU twin of `crate::nn::layer_norm`. Gains and biases are read
+//! LayerNorm forward and backward (and RMSNorm's forward): the GPU twin of `crate::nn::layer_norm`. Gains and biases are read
 //! from the flat parameter tensor, their gradients accumulated into the flat gradient tensor.
 
 use super::softmax::grid_rows;
@@ -8,11 +8,21 @@ pub struct LayerNorm {
     kernel: Kernel,
 }
 
-/// Where one LayerNorm's gain and bias sit in the flat parameter (and gradient) layout.
+/// Where one norm's gain and bias sit in the flat parameter (and gradient) layout, and how it
+/// normalises: its epsilon, and whether it centres the row (LayerNorm) or not (RMSNorm).
 #[derive(Clone, Copy, Debug)]
 pub struct Affine {
     pub w_off: usize,
     pub b_off: usize,
+    pub eps: f32,
+    pub centre: bool,
+}
+
+impl Affine {
+    /// The lab's LayerNorm at these offsets.
+    pub fn layer_norm(w_off: usize, b_off: usize) -> Self {
+        Affine { w_off, b_off, eps: crate::config::LAYER_NORM_EPS as f32, centre: true }
+    }
 }
 
 impl LayerNorm {
@@ -24,8 +34,8 @@ impl LayerNorm {
         LayerNorm { kernel: Kernel::new(ctx, "layer_norm", src, &access, &entries) }
     }
 
-    fn params(n: usize, c: usize, a: Affine) -> [u32; 4] {
-        [n as u32, c as u32, a.w_off as u32, a.b_off as u32]
+    fn params(n: usize, c: usize, a: Affine) -> [u32; 6] {
+        [n as u32, c as u32, a.w_off as u32, a.b_off as u32, a.eps.to_bits(), a.centre as u32]
     }
 
     /// inp (N, C) -> out (N, C), caching `u` (N, C) and `rstd` (N). `grads` is bound, not touched.

@@ -28,6 +28,7 @@ pub mod layer_norm;
 pub mod matmul;
 pub mod muon;
 pub mod reader;
+pub mod rotary;
 pub mod sgd;
 pub mod softmax;
 pub mod trainer;
@@ -56,9 +57,6 @@ pub enum GpuError {
         crate::memory::human(*limit)
     )]
     TooLarge { bytes: u64, limit: u64 },
-    /// The model needs kernels the GPU backend does not have (it reads on the CPU instead).
-    #[error("{0}")]
-    Unsupported(String),
     #[error("GPU readback failed: {0}")]
     Readback(String),
     /// The device was lost or rejected work (out of memory, validation): its buffers are gone or

@@ -4,8 +4,8 @@
 //! The weights are uploaded once; a text costs one submission and a readback per block.
 
 use super::forward::{Activations, Kernels, Pass};
-use super::{GpuContext, GpuError, Result, Tensor};
-use crate::config::{Arch, ModelConfig};
+use super::{GpuContext, Result, Tensor};
+use crate::config::ModelConfig;
 use crate::error::Error;
 use crate::model::cache::BlockCache;
 use crate::model::params::Layout;
@@ -24,16 +24,7 @@ pub struct GpuReader {
 impl GpuReader {
     /// Uploads `model`'s weights: refused (`GpuError::TooLarge`) when they are over the adapter's
     /// largest buffer, as GPT-2 small's 0.5 GB is on WebGPU's default limits.
-    /// A block other than GPT-2's (RMSNorm, rotary positions, a gated or parallel MLP, another
-    /// activation) is refused with what it has: its kernels are the CPU's only, so it reads there.
     pub fn new(ctx: GpuContext, model: &Model<f32>) -> Result<Self> {
-        let (arch, act) = (&model.cfg.arch, model.cfg.activation);
-        if *arch != Arch::gpt2() && !arch.is_lab_block() || !act.trains() {
-            return Err(GpuError::Unsupported(format!(
-                "this model's block ({}, activation {act:?}) runs on the CPU: the GPU reader has GPT-2's kernels only",
-                arch.describe(model.cfg.heads)
-            )));
-        }
         let params = ctx.tensor_from("params", &model.params)?;
         let unused = ctx.tensor("unused", 1)?;
         let k = Kernels::new(&ctx);
@@ -95,7 +86,7 @@ impl GpuReader {
                 ln2_out,
                 fc_pre,
                 fc_act,
-                // The GPU reads GPT-2's block only, whose MLP has no gate.
+                // The lenses read the MLP's output, not a gated MLP's gate.
                 gate: Vec::new(),
             };
         }
@@ -110,6 +101,7 @@ impl GpuReader {
 #[cfg(all(test, not(target_arch = "wasm32")))]
 mod tests {
     use super::*;
+    use crate::config::Arch;
     use crate::gpu::block_on;
 
     /// Worst |gpu - cpu| / (|cpu| + 1e-3) over a buffer.
@@ -166,5 +158,73 @@ mod tests {
         let small = block_on(GpuContext::with_max_buffer(64 << 10)).unwrap();
         let e = GpuReader::new(small, &model).err().expect("refused").to_string();
         assert!(e.contains("over the adapter's limit of 64.0 KiB"), "{e}");
+    }
+
+    /// Every real model's block reads on the GPU as on the CPU: GPT-NeoX's (LayerNorm, rotary on a
+    /// quarter of each head, parallel, exact GELU) and Llama's (RMSNorm, rotary on the whole head,
+    /// gated SiLU, shared key/value heads stored per query head, tied head).
+    #[test]
+    fn reads_every_family_block_as_the_cpu_does() {
+        use crate::config::{Activation, Mlp, NormKind, Positions};
+        let ctx = || match block_on(GpuContext::new()) {
+            Ok(ctx) => Some(ctx),
+            Err(e) => {
+                eprintln!("skipped, no adapter: {e}");
+                None
+            }
+        };
+        let neox =
+            Arch { positions: Positions::Rotary { dims: 4, base: 1e4 }, parallel_residual: true, ..Arch::default() };
+        let llama = Arch {
+            norm: NormKind::RmsNorm,
+            norm_eps: 1e-6,
+            positions: Positions::Rotary { dims: 8, base: 1e5 },
+            mlp: Mlp::Gated,
+            kv_heads: 2,
+            tied_head: true,
+            ..Arch::default()
+        };
+        for (arch, activation) in [(neox, Activation::GeluExact), (llama, Activation::Silu)] {
+            let cfg = ModelConfig {
+                vocab: 61,
+                d_model: 32,
+                heads: 4,
+                layers: 2,
+                d_ff: 48,
+                context: 33,
+                arch,
+                activation,
+                ..ModelConfig::default()
+            };
+            let mut model = Model::<f32>::new(cfg).unwrap();
+            // Weights far from the initialisation's: the norms' gains and biases and the gate count.
+            for (i, x) in model.params.iter_mut().enumerate() {
+                *x += 0.3 * ((i as f32 * 0.618).fract() - 0.5);
+            }
+            let Some(ctx) = ctx() else { return };
+            let reader = GpuReader::new(ctx, &model).unwrap();
+            for t in [1, 20, 33] {
+                let ids: Vec<u32> = (0..t as u32).map(|i| (i * 17 + 3) % 61).collect();
+                let (gpu, logits) = block_on(reader.read(&ids)).unwrap();
+                let cpu = model.read(&ids).unwrap();
+                // Against the buffer's largest value, as the families' dumps are compared.
+                let off = |g: &[f32], c: &[f32]| {
+                    let scale = c.iter().fold(0f32, |m, x| m.max(x.abs()));
+                    g.iter().zip(c).fold(0f32, |m, (a, b)| m.max((a - b).abs())) / scale
+                };
+                for (g, c) in gpu.resid.iter().zip(&cpu.resid) {
+                    assert!(off(g, c) < 1e-5, "{:?}: residual stream off by {}", model.cfg.arch, off(g, c));
+                }
+                for (g, c) in gpu.blocks.iter().zip(&cpu.blocks) {
+                    let pairs =
+                        [(&g.att, &c.att), (&g.ln1_u, &c.ln1_u), (&g.q, &c.q), (&g.k, &c.k), (&g.fc_act, &c.fc_act)];
+                    for (gx, cx) in pairs {
+                        assert!(off(gx, cx) < 1e-5, "{:?}: a block's buffer off by {}", model.cfg.arch, off(gx, cx));
+                    }
+                }
+                let want = model.logits(&cpu);
+                assert!(off(&logits, &want) < 1e-5, "{:?}: logits off by {}", model.cfg.arch, off(&logits, &want));
+            }
+        }
     }
 }

@@ -10,6 +10,7 @@ struct Params {
     v: u32,
     wte_off: u32,
     wpe_off: u32,
+    learned: u32, // 0: rotary positions, no wpe to add
 }
 
 @group(0) @binding(0) var<storage, read> tokens: array<u32>;
@@ -30,7 +31,11 @@ fn forward(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroup
     let row = i / p.c;
     let j = i % p.c;
     let pos = row % p.t;
-    dst[i] = src[p.wte_off + tokens[row] * p.c + j] + src[p.wpe_off + pos * p.c + j];
+    var x = src[p.wte_off + tokens[row] * p.c + j];
+    if (p.learned != 0u) {
+        x += src[p.wpe_off + pos * p.c + j];
+    }
+    dst[i] = x;
 }
 
 // Invocations 0..V*C fill dwte, V*C..(V+T)*C fill dwpe.

@@ -1,5 +1,7 @@
-// LayerNorm over rows of C, mirroring engine/src/layer_norm.rs: u = (x - mean) * rstd with the
-// population variance and rstd = 1 / sqrt(var + 1e-5); out = u * w + b. The gain and bias live in
+// LayerNorm over rows of C, mirroring engine/src/nn/layer_norm.rs: u = (x - mean) * rstd with the
+// population variance and rstd = 1 / sqrt(var + eps); out = u * w + b. With `centre` 0 it is
+// RMSNorm's forward (mean taken as 0: u = x / sqrt(mean(x²) + eps)); the backward is LayerNorm's.
+// The gain and bias live in
 // the flat parameter buffer at w_off and b_off; their gradients in the flat gradient buffer.
 // Row kernels run one workgroup per row; the parameter-gradient kernel one invocation per column.
 
@@ -8,6 +10,8 @@ struct Params {
     c: u32,
     w_off: u32,
     b_off: u32,
+    eps: f32,
+    centre: u32,
 }
 
 @group(0) @binding(0) var<storage, read> inp: array<f32>;         // x (forward) or dout (backward)
@@ -17,8 +21,6 @@ struct Params {
 @group(0) @binding(4) var<storage, read_write> rstd: array<f32>;
 @group(0) @binding(5) var<storage, read_write> grads: array<f32>; // backward: dweight, dbias (+=)
 @group(0) @binding(6) var<uniform> p: Params;
-
-const EPS: f32 = 1e-5;
 
 @compute @workgroup_size(256)
 fn forward(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
@@ -33,13 +35,13 @@ fn forward(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: v
     for (var j = li; j < p.c; j += 256u) {
         s += inp[base + j];
     }
-    let mean = wg_sum(s, li) / cs;
+    let mean = select(0.0, wg_sum(s, li) / cs, p.centre != 0u);
     var q = 0.0;
     for (var j = li; j < p.c; j += 256u) {
         let d = inp[base + j] - mean;
         q += d * d;
     }
-    let r = 1.0 / sqrt(wg_sum(q, li) / cs + EPS);
+    let r = 1.0 / sqrt(wg_sum(q, li) / cs + p.eps);
     if (li == 0u) {
         rstd[row] = r;
     }
