@@ -7,6 +7,10 @@
 //   python3 -m http.server 8099 --directory dist --bind 127.0.0.1 &
 //   node bench/page_gpt2.mjs [--backend webgpu]
 //
+// Another family the same way: engine/tests/families/fixture.py OUT --family gpt_neox --size
+// pythia-160m (or --family llama --size smollm2-135m), served as MODEL_ID; its fixture's small
+// tokenizer cuts about a token a character, so TEXT_CHARS=60 reads about 60 tokens.
+//
 // Uses e2e's playwright-core and the system Chromium (no browser download).
 
 import { createRequire } from 'node:module';
@@ -46,7 +50,7 @@ await page.waitForFunction(() => !document.getElementById('model-busy'), null, {
 const phrase = 'The Brownian motion in the transformer model: tokens walk on the sphere. ';
 for (let i = 0; i < READINGS; i++) {
   // A new text each time (the page reads again only what changed); 62-64 tokens.
-  const text = `${i} ${phrase.repeat(4).slice(0, 330)}`;
+  const text = `${i} ${phrase.repeat(4).slice(0, Number(process.env.TEXT_CHARS ?? 330))}`;
   const r = await page.evaluate(async (text) => {
     const before = document.getElementById('model-tokens').textContent;
     const t0 = performance.now();

@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
-import { ARTIFACTS, PAGE_URL, WWW, launch, stepOf, textOf, waitReady } from './helpers.mjs';
+import { ARTIFACTS, FIXTURE_ID, HUB_URL, PAGE_URL, WWW, launch, stepOf, textOf, waitReady } from './helpers.mjs';
 
 const SITE = new URL(PAGE_URL);
 const ORIGIN = SITE.origin;
@@ -158,6 +158,23 @@ test('offline after one visit, and a new build only through the reload line, nev
   assert.notEqual(second, first, 'the new build after the reload line');
   assert.equal(await page.isVisible('#update'), false);
   assert.deepEqual(problems.filter((p) => !/ERR_INTERNET_DISCONNECTED|net::ERR/.test(p)), [], 'no console errors');
+});
+
+test('with the service worker in control, the model worker starts from its own address: a real model opens', { timeout: 180_000 }, async (t) => {
+  const { page, problems } = await launch(t, { serviceWorkers: 'allow' });
+  const url = `${PAGE_URL}?hub=${encodeURIComponent(HUB_URL)}`;
+  await page.goto(url, { waitUntil: 'load' });
+  await waitReady(page);
+  await page.waitForSelector('#offline', { timeout: 120_000 });
+  // The second visit: every file of the page, worker_loader.js included, comes from the copy.
+  await page.reload({ waitUntil: 'load' });
+  await waitReady(page);
+  await page.click('#mode-model');
+  await page.fill('#hub-id', FIXTURE_ID);
+  await page.click('#hub-fetch');
+  await page.waitForSelector('#model-tokens', { timeout: 120_000 });
+  assert.equal(await page.isVisible('#model-error'), false, await textOf(page, '#model-error') ?? '');
+  assert.deepEqual(problems, [], 'no console errors');
 });
 
 test('opened from the disk (file://) the page says why it cannot run and how to serve it', { timeout: 60_000 }, async (t) => {

@@ -45,7 +45,10 @@ self.addEventListener('fetch', (event) => {
   event.respondWith((async () => {
     const cache = await caches.open(CACHE);
     const hit = await cache.match(path);
-    if (hit) return hit;
+    // A worker's address keeps its query (`worker_loader.js?worker=reader`): a cached response
+    // would give the worker the cached URL, without it, so the copy is handed over as a new
+    // response, which takes the request's URL.
+    if (hit) return request.url.includes('?') ? new Response(hit.body, hit) : hit;
     const response = await fetch(request);
     if (response.ok && LATER(path)) await cache.put(path, response.clone());
     return response;

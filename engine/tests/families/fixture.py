@@ -4,14 +4,15 @@ Hugging Face's exact file layout, with a tokenizer.json of the family's kind, an
 an independent forward pass for each (numpy, float64, written from transformers' definitions:
 modeling_gpt_neox, modeling_llama, modeling_qwen2; not from the lab's engine). No download.
 
-    fixture.py OUT --family gpt_neox|llama|qwen2 [--reference IDS]
+    fixture.py OUT --family gpt_neox|llama|qwen2 [--size tiny|pythia-160m|smollm2-135m] [--reference IDS]
 
 writes OUT/config.json, OUT/model.safetensors (GPT-NeoX in F16 with its BOOL causal-mask buffers
 and inv_freq, as Pythia's files hold them; Llama in F32; Qwen2 in BF16) and OUT/tokenizer.json
 (byte-level BPE for GPT-NeoX and Qwen2, Metaspace BPE with byte fallback for Llama). With
 --reference 1,2,3 it also writes OUT/reference.safetensors for those ids: hidden.{i} (T, C) the
 residual stream entering block i (i = layers: after the last block, before the final norm),
-attn.{l} (NH, T, T) the attention probabilities, logits (T, V).
+attn.{l} (NH, T, T) the attention probabilities, logits (T, V). --size makes a model of a real
+one's sizes (pythia-160m with --family gpt_neox, smollm2-135m with --family llama) for benchmarks.
 """
 import argparse
 import json
@@ -43,6 +44,15 @@ CONFIGS = {
         "rope_parameters": {"rope_type": "default", "rope_theta": 1000000.0}, "tie_word_embeddings": False,
         "use_sliding_window": False, "sliding_window": 4096, "vocab_size": 320,
     },
+}
+
+
+SIZES = {
+    "pythia-160m": {"hidden_size": 768, "intermediate_size": 3072, "num_attention_heads": 12,
+                    "num_hidden_layers": 12, "max_position_embeddings": 2048, "vocab_size": 50304},
+    "smollm2-135m": {"hidden_size": 576, "intermediate_size": 1536, "num_attention_heads": 9,
+                     "num_key_value_heads": 3, "num_hidden_layers": 30, "max_position_embeddings": 8192,
+                     "vocab_size": 49152, "head_dim": 64},
 }
 
 
@@ -287,9 +297,11 @@ def main():
     ap.add_argument("out")
     ap.add_argument("--family", choices=sorted(CONFIGS), required=True)
     ap.add_argument("--reference", help="comma-separated token ids")
+    ap.add_argument("--size", choices=["tiny"] + sorted(SIZES), default="tiny")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     cfg = CONFIGS[args.family]
+    cfg.update(SIZES.get(args.size, {}))
     w = stored(args.family, weights(args.family))
     with open(os.path.join(args.out, "config.json"), "w") as f:
         json.dump(cfg, f, indent=2)
