@@ -9,59 +9,23 @@
 
 #![cfg(not(target_arch = "wasm32"))]
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
-use safetensors::SafeTensors;
 use serde_json::Value;
+use support::{lab, tensors};
+
+mod support;
 
 const TEXT: &str = "the heat in the tea and the stars";
 
-fn python() -> String {
-    std::env::var("SPHEREWALK_PYTHON").unwrap_or_else(|_| {
-        if Path::new("/usr/bin/python3").exists() { "/usr/bin/python3" } else { "python3" }.to_string()
-    })
-}
-
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("spherewalk-family-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    support::scratch("family", name)
 }
 
 fn fixture(dir: &Path, family: &str, reference: Option<&str>) {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/families/fixture.py");
-    let mut cmd = Command::new(python());
-    cmd.arg(script).arg(dir).args(["--family", family]);
-    if let Some(ids) = reference {
-        cmd.args(["--reference", ids]);
-    }
-    let out = cmd.output().expect("python3 runs");
-    assert!(
-        out.status.success(),
-        "fixture.py failed (python3 with numpy needed): {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-fn lab(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_lab")).args(args).output().unwrap();
-    (out.status.success(), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
-}
-
-type Tensors = HashMap<String, (Vec<usize>, Vec<f32>)>;
-
-fn tensors(path: &Path) -> Tensors {
-    let bytes = std::fs::read(path).unwrap();
-    let st = SafeTensors::deserialize(&bytes).unwrap();
-    st.iter()
-        .map(|(name, t)| {
-            let data = t.data().chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
-            (name.to_string(), (t.shape().to_vec(), data))
-        })
-        .collect()
+    let mut args = vec!["--family", family];
+    args.extend(reference.map(|ids| ["--reference", ids]).into_iter().flatten());
+    support::fixture("families/fixture.py", dir, &args)
 }
 
 #[test]

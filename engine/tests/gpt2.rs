@@ -6,56 +6,22 @@
 
 #![cfg(not(target_arch = "wasm32"))]
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use safetensors::SafeTensors;
 use serde_json::Value;
+use support::{lab, tensors, Tensors};
+
+mod support;
 
 const TEXT: &str = "The Brownian motion in the transformer model: a random walk on the sphere.";
 
-fn python() -> String {
-    std::env::var("SPHEREWALK_PYTHON").unwrap_or_else(|_| {
-        if Path::new("/usr/bin/python3").exists() { "/usr/bin/python3" } else { "python3" }.to_string()
-    })
-}
-
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("spherewalk-gpt2-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    support::scratch("gpt2", name)
 }
 
 fn fixture(dir: &Path, args: &[&str]) {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/gpt2/fixture.py");
-    let out = Command::new(python()).arg(script).arg(dir).args(args).output().expect("python3 runs");
-    assert!(
-        out.status.success(),
-        "fixture.py failed (python3 with numpy needed): {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-/// Runs `lab`; returns (success, stdout, stderr).
-fn lab(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_lab")).args(args).output().unwrap();
-    (out.status.success(), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
-}
-
-/// A safetensors file's tensors by name: shape and values.
-type Tensors = HashMap<String, (Vec<usize>, Vec<f32>)>;
-
-fn tensors(path: &Path) -> Tensors {
-    let bytes = std::fs::read(path).unwrap();
-    let st = SafeTensors::deserialize(&bytes).unwrap();
-    st.iter()
-        .map(|(name, t)| {
-            let data = t.data().chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
-            (name.to_string(), (t.shape().to_vec(), data))
-        })
-        .collect()
+    support::fixture("gpt2/fixture.py", dir, args)
 }
 
 /// `lab inspect --dump` on `backend` (cpu, gpu): the JSON report, or None when there is no GPU.
