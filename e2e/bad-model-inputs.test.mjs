@@ -61,8 +61,9 @@ test('a bad download is never kept: an HTML page, a body cut short and a broken 
   const again = asked.length;
   await page.click('#model-refetch');
   for (let i = 0; i < 600 && !asked.slice(again).some((u) => u.endsWith('model.safetensors')); i++) await page.waitForTimeout(100);
+  // The line above still names the model open before: the busy line says when this one is read.
+  await page.waitForSelector('#model-busy', { state: 'detached', timeout: 120_000 });
   await waitOpened(page, /^spherewalk\/gpt2-fixture: 12 layers/);
-  await page.waitForSelector('#model-busy', { state: 'detached', timeout: 60_000 });
   const fetched = asked.slice(again).map((u) => u.split('/').pop());
   for (const f of ['config.json', 'tokenizer.json', 'model.safetensors']) assert.ok(fetched.includes(f), `${f} asked again: ${fetched}`);
   // Where the files came from: this page's link names another hub than Hugging Face.

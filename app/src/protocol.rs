@@ -98,10 +98,11 @@ pub enum Command {
     },
     /// To the model worker: opens a model from its files, named in `files` in the order of the
     /// bulk arrays (config.json, model.safetensors, and tokenizer.json or vocab.json and
-    /// merges.txt); answered by `Event::Opened`.
+    /// merges.txt); answered by `Event::Opened` with the same `id` (the page's opening number).
     OpenModel {
         name: String,
         files: Vec<String>,
+        id: u64,
     },
     /// The opened model reads `text`: answered by `Event::Reading` with the same `id`.
     Read {
@@ -274,6 +275,7 @@ pub enum Event {
     /// What became of `Command::OpenModel`: the model open now (the new one, or the one before
     /// when the new one was refused and both fitted), and why the new one was refused.
     Opened {
+        id: u64,
         open: Option<OpenedModel>,
         error: Option<String>,
     },

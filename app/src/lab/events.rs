@@ -111,11 +111,11 @@ impl Lab {
                 self.curves.entropy.set(panels.entropy.iter().map(|e| (e.step, e.layers.clone())).collect());
                 super::real_model::on_run_panels(self, *panels);
             }
-            Event::Opened { open, error } => super::real_model::on_opened(self, open, error),
+            Event::Opened { id, open, error } => super::real_model::on_opened(self, id, open, error),
             Event::Reading { id, result } => super::real_model::on_reading(self, id, result, &bulk),
             Event::Depth { id, depth } => super::real_model::on_depth(self, id, *depth),
             Event::Samples { id, result } if id >= super::real_model::MODEL_IDS => {
-                super::real_model::on_samples(self, result)
+                super::real_model::on_samples(self, id, result)
             }
             Event::Written { written } => self.writing.history.update(|h| {
                 h.retain(|w| written.iter().all(|n| n.step != w.step));

@@ -54,12 +54,16 @@ pub struct RealModel {
     pub hub_id: RwSignal<String>,
     /// Where the open model's files came from ("huggingface.co", "your files").
     pub source: RwSignal<Option<String>>,
-    /// Where the model being opened comes from, until the model worker answers.
-    pending_source: StoredValue<Option<String>>,
-    /// The cached files of the model being opened: dropped if it does not open.
+    /// The cached files of the model being downloaded: dropped if it does not open.
     fetched: StoredValue<Vec<String>>,
-    /// Counts the openings asked for: an opening that is no longer the last one asked for stops.
+    /// Openings sent to the model worker and not answered yet.
+    sent: StoredValue<Vec<Sent>>,
+    /// Counts the openings asked for: an opening that is no longer the last one asked for stops,
+    /// and an answer to an earlier one never touches the last one's state.
     opening: StoredValue<u64>,
+    /// The last opening that ended (opened, refused, failed or cancelled): while `opening` is
+    /// ahead of it, an opening is under way and "busy" says so.
+    settled: StoredValue<u64>,
     /// The panels of the mode not shown: the run's while the model's are on screen, and back.
     other_panels: RwSignal<Option<Panels>>,
     next_id: RwSignal<u64>,
@@ -79,9 +83,10 @@ impl RealModel {
             text: RwSignal::new("The Brownian motion in the transformer model: tokens walk on the sphere.".into()),
             hub_id: RwSignal::new("openai-community/gpt2".into()),
             source: RwSignal::new(None),
-            pending_source: StoredValue::new(None),
             fetched: StoredValue::new(Vec::new()),
+            sent: StoredValue::new(Vec::new()),
             opening: StoredValue::new(0),
+            settled: StoredValue::new(0),
             other_panels: RwSignal::new(None),
             next_id: RwSignal::new(MODEL_IDS),
             abort: StoredValue::new_local(None),
@@ -93,6 +98,23 @@ impl RealModel {
         self.next_id.set(id + 1);
         id
     }
+
+    /// Says what an answer to read or write request `id` leaves the model busy with, unless a
+    /// later request or an opening under way has the word.
+    fn busy_after(self, id: u64, busy: Option<String>) {
+        let last = id + 1 == self.next_id.get_untracked();
+        if last && self.settled.get_value() == self.opening.get_value() {
+            self.busy.set(busy);
+        }
+    }
+}
+
+/// An opening sent to the model worker: where its files came from, and which of them this
+/// browser keeps (dropped if the model does not open).
+struct Sent {
+    opening: u64,
+    source: String,
+    fetched: Vec<String>,
 }
 
 impl Default for RealModel {
@@ -181,7 +203,6 @@ pub fn open_files(lab: Lab, files: Vec<web_sys::File>) {
         vec![("config.json".to_string(), config.clone()), ("model.safetensors".to_string(), weights.clone())];
     picked.extend(TOKENIZER_FILES.iter().filter_map(|&n| named(n).map(|f| (n.to_string(), f))));
     let n = opening(lab, &weights.name());
-    lab.real.pending_source.set_value(Some("your files".into()));
     leptos::task::spawn_local(async move {
         // The config first: a model the tab cannot hold is refused before its weights are read.
         let config_bytes = match read_file(&config).await {
@@ -202,7 +223,7 @@ pub fn open_files(lab: Lab, files: Vec<web_sys::File>) {
             names.push(name);
         }
         if current(lab, n) {
-            model_worker::send(lab, Command::OpenModel { name: weights.name(), files: names }, bulk);
+            send_open(lab, n, weights.name(), names, bulk, "your files".into());
         }
     });
 }
@@ -236,10 +257,10 @@ fn open_checkpoint(lab: Lab, file: web_sys::File) {
 /// An opening (or a step of it) failed: said, with the model still open named.
 pub(super) fn failed(lab: Lab, why: String) {
     let m = lab.real;
+    m.settled.set_value(m.opening.get_value());
     m.busy.set(None);
     m.progress.set(None);
     m.fetched.set_value(Vec::new());
-    m.pending_source.set_value(None);
     let still = m.opened.with_untracked(|o| o.as_ref().map(|o| format!(" ({} is still open)", o.name)));
     m.message.set(Some(Err(format!("{why}{}", still.unwrap_or_default()))));
 }
@@ -257,7 +278,6 @@ pub fn fetch_hub(lab: Lab) {
     let Ok(controller) = web_sys::AbortController::new() else { return };
     let n = opening(lab, &id);
     lab.real.abort.set_value(Some(controller.clone()));
-    lab.real.pending_source.set_value(Some(hub::host_of(&base)));
     leptos::task::spawn_local(async move {
         let mut bulk = Vec::new();
         let mut names: Vec<String> = Vec::new();
@@ -314,8 +334,15 @@ pub fn fetch_hub(lab: Lab) {
         if !notes.is_empty() {
             lab.real.message.set(Some(Ok(notes.join(" "))));
         }
-        model_worker::send(lab, Command::OpenModel { name: id, files: names }, bulk);
+        send_open(lab, n, id, names, bulk, hub::host_of(&base));
     });
+}
+
+/// Hands opening `n`'s files to the model worker, remembering where they came from.
+fn send_open(lab: Lab, n: u64, name: String, files: Vec<String>, bulk: Vec<JsValue>, source: String) {
+    let fetched = lab.real.fetched.try_update_value(std::mem::take).unwrap_or_default();
+    lab.real.sent.update_value(|s| s.push(Sent { opening: n, source, fetched }));
+    model_worker::send(lab, Command::OpenModel { name, files, id: n }, bulk);
 }
 
 /// "Fetch again": the model's copies in this browser are dropped, and its files fetched anew.
@@ -364,12 +391,13 @@ pub fn read(lab: Lab) {
     if m.opened.with_untracked(Option::is_none) {
         return m.message.set(Some(Err("open a model first".into())));
     }
-    m.busy.set(Some("Reading".into()));
+    let id = m.id();
+    m.busy_after(id, Some("Reading".into()));
     // An error is answered by reading again; a note (the cache refused the files) stays.
     if m.message.with_untracked(|x| matches!(x, Some(Err(_)))) {
         m.message.set(None);
     }
-    model_worker::send(lab, Command::Read { text: m.text.get_untracked(), id: m.id() }, vec![]);
+    model_worker::send(lab, Command::Read { text: m.text.get_untracked(), id }, vec![]);
 }
 
 /// The opened model writes after the text (greedy).
@@ -377,43 +405,61 @@ pub fn write(lab: Lab) {
     let m = lab.real;
     let spec =
         SampleSpec { prompt: m.text.get_untracked(), tokens: WRITE_TOKENS, temperature: 0.0, ..SampleSpec::default() };
-    m.busy.set(Some("Writing".into()));
-    model_worker::send(lab, Command::SampleModel { spec, id: m.id() }, vec![]);
+    let id = m.id();
+    m.busy_after(id, Some("Writing".into()));
+    model_worker::send(lab, Command::SampleModel { spec, id }, vec![]);
 }
 
-pub fn on_opened(lab: Lab, open: Option<OpenedModel>, error: Option<String>) {
+/// The model worker's answer to opening `n`. An answer to an opening that a later one replaced
+/// says which model the worker holds now, and nothing else: the later opening keeps its busy
+/// line, its progress and its message, and reads when its own answer comes.
+pub fn on_opened(lab: Lab, n: u64, open: Option<OpenedModel>, error: Option<String>) {
     let m = lab.real;
-    m.busy.set(None);
-    m.progress.set(None);
-    let fetched = m.fetched.get_value();
-    m.fetched.set_value(Vec::new());
-    let source = m.pending_source.get_value();
-    m.pending_source.set_value(None);
-    if open.is_none() {
+    let sent = m
+        .sent
+        .try_update_value(|s| {
+            let mine = s.iter().position(|x| x.opening == n).map(|i| s.remove(i));
+            s.retain(|x| x.opening > n);
+            mine
+        })
+        .flatten();
+    let last = n == m.opening.get_value();
+    if last {
+        m.settled.set_value(n);
+        m.busy.set(None);
+        m.progress.set(None);
+    }
+    // The model changed under a later opening: what was read belongs to the model before.
+    if open.is_none() || (error.is_none() && !last) {
         m.reading.set(None);
         m.written.set(None);
-        m.source.set(None);
         if m.mode.get_untracked() == Mode::Model {
             lab.panels.set(None);
         }
+    }
+    if open.is_none() {
+        m.source.set(None);
     } else if error.is_none() {
-        m.source.set(source);
+        m.source.set(sent.as_ref().map(|s| s.source.clone()));
     }
     let kept = open.as_ref().map(|o| o.name.clone());
     m.opened.set(open);
     match error {
         Some(mut e) => {
             // A model that does not open leaves no copy behind: the next Fetch asks the hub again.
-            if !fetched.is_empty() {
+            if let Some(fetched) = sent.map(|s| s.fetched).filter(|f| !f.is_empty()) {
                 leptos::task::spawn_local(async move { hub::forget(&fetched).await });
                 e.push_str(" (its files kept in this browser were dropped: Fetch asks the hub again)");
             }
             if let Some(name) = kept {
                 e.push_str(&format!(". {name} is still open."));
             }
-            m.message.set(Some(Err(e)))
+            if last {
+                m.message.set(Some(Err(e)))
+            }
         }
-        None => read(lab),
+        None if last => read(lab),
+        None => {}
     }
 }
 
@@ -423,7 +469,8 @@ pub fn on_worker_lost(lab: Lab, why: String) {
     for (_, _, reject) in waiting {
         let _ = reject.call1(&JsValue::NULL, &js_sys::Error::new(&why).into());
     }
-    on_opened(lab, None, Some(why));
+    lab.real.sent.set_value(Vec::new());
+    on_opened(lab, lab.real.opening.get_value(), None, Some(why));
 }
 
 /// Settles the `spherewalk.inspect` call waiting for reading `id`, if any.
@@ -440,7 +487,7 @@ fn settle(id: u64, result: Result<&Inspection, String>) {
 /// Every layer's panels of a reading; its depth fits follow (`on_depth`).
 pub fn on_reading(lab: Lab, id: u64, result: Result<(Box<Inspection>, Box<Panels>), String>, bulk: &[JsValue]) {
     let m = lab.real;
-    m.busy.set(result.is_ok().then(|| "Fitting Brownian motion and the particles' flow through depth".into()));
+    m.busy_after(id, result.is_ok().then(|| "Fitting Brownian motion and the particles' flow through depth".into()));
     if let Err(e) = &result {
         settle(id, Err(e.clone()));
     }
@@ -462,7 +509,7 @@ pub fn on_reading(lab: Lab, id: u64, result: Result<(Box<Inspection>, Box<Panels
 /// The depth fits of the reading shown: its verdicts join the panels, and a script gets the whole.
 pub fn on_depth(lab: Lab, id: u64, fit: DepthFit) {
     let m = lab.real;
-    m.busy.set(None);
+    m.busy_after(id, None);
     let panels = match m.mode.get_untracked() {
         Mode::Model => lab.panels,
         Mode::Train => m.other_panels,
@@ -478,9 +525,9 @@ pub fn on_depth(lab: Lab, id: u64, fit: DepthFit) {
     m.reading.with_untracked(|r| settle(id, r.as_ref().ok_or_else(|| "the reading was replaced".to_string())));
 }
 
-pub fn on_samples(lab: Lab, result: Result<Vec<Sample>, String>) {
+pub fn on_samples(lab: Lab, id: u64, result: Result<Vec<Sample>, String>) {
     let m = lab.real;
-    m.busy.set(None);
+    m.busy_after(id, None);
     match result {
         Ok(mut s) => m.written.set(s.pop()),
         Err(e) => m.message.set(Some(Err(e))),

@@ -42,7 +42,7 @@ impl Reader {
         loop {
             let (cmd, bulk, _) = self.mailbox.next().await;
             match cmd {
-                Command::OpenModel { name, files } => self.open_model(name, &files, &bulk),
+                Command::OpenModel { name, files, id } => self.open_model(name, &files, &bulk, id),
                 Command::Read { text, id } => self.read(&text, id).await,
                 Command::SampleModel { spec, id } => self.sample_model(&spec, id),
                 Command::SetBackend { choice } => {

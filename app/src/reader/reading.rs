@@ -45,19 +45,20 @@ fn files<'a>(names: &[String], bytes: &'a [Vec<u8>]) -> Result<ModelFiles<'a>, S
 }
 
 impl Reader {
-    /// Opens the model named `name` from its files (`names[i]` is bulk array i).
-    pub(super) fn open_model(&mut self, name: String, names: &[String], bulk: &[JsValue]) {
+    /// Opens the model named `name` from its files (`names[i]` is bulk array i); the answer
+    /// carries the page's opening number `id`.
+    pub(super) fn open_model(&mut self, name: String, names: &[String], bulk: &[JsValue], id: u64) {
         let bytes: Vec<Vec<u8>> = (0..names.len()).map(|i| protocol::bytes_of(bulk.get(i))).collect();
         let files = match files(names, &bytes) {
             Ok(f) => f,
             Err(error) => {
-                return self.post(Event::Opened { open: self.pretrained.as_ref().map(summary), error: Some(error) })
+                return self.post(Event::Opened { id, open: self.pretrained.as_ref().map(summary), error: Some(error) })
             }
         };
         // A model refused from its config (or too large for the tab) never closes the one open now.
         if let Err(e) = Pretrained::check(files.config, files.weights.len() as u64, MODEL_BUDGET) {
             let open = self.pretrained.as_ref().map(summary);
-            return self.post(Event::Opened { open, error: Some(e.to_string()) });
+            return self.post(Event::Opened { id, open, error: Some(e.to_string()) });
         }
         let held = self.pretrained.as_ref().map_or(0, |p| 4 * p.model.params.len() as u64);
         let fits_beside = held > 0
@@ -75,7 +76,7 @@ impl Reader {
             }
             Err(e) => Some(e.to_string()),
         };
-        self.post(Event::Opened { open: self.pretrained.as_ref().map(summary), error });
+        self.post(Event::Opened { id, open: self.pretrained.as_ref().map(summary), error });
     }
 
     /// Reads `text`: every layer's panels at once, then the depth fits (the slow part) after the
