@@ -1,6 +1,6 @@
 //! `lab bench`: the CPU table (step time per optimizer and size, matmul GFLOP/s, probe cost) or,
 //! with `--backend gpu`, the WGSL backend's matmul GFLOP/s and step times beside the CPU's; with
-//! `--model`, a GPT-2 reading and writing beside PyTorch's figures.
+//! `--model`, a real model reading and writing (`bench/model_reference.py` puts PyTorch beside it).
 
 use std::time::Instant;
 
@@ -235,20 +235,18 @@ fn gpu(as_json: bool, iters: usize, only: Only) -> Result<(), Error> {
     Ok(())
 }
 
-/// PyTorch 2.15 eager with transformers on this project's 2-core machine kind, GPT-2 small with
-/// random weights (issue 27's anchor): the forward with hidden states and attentions of 64 and 256
-/// tokens (ms), and greedy writing with the key/value cache (tokens/s).
-const TORCH_FORWARD_MS: [(usize, f64); 2] = [(64, 336.0), (256, 954.0)];
-const TORCH_TOKENS_PER_S: f64 = 18.9;
+/// The text lengths `lab bench --model` reads (tokens): a sentence, and a paragraph.
+const FORWARD_TOKENS: [usize; 2] = [64, 256];
 
 /// `lab bench --model DIR`: a loaded model reading 64 and 256 tokens (the forward that keeps every
 /// layer's hidden states and attention, and the logits), the whole inspection of 64, and greedy
-/// writing through the key/value cache, beside PyTorch's figures; with `--backend gpu` also the
-/// GPU's forward, read back whole as the lab reads it.
+/// writing through the key/value cache; with `--backend gpu` also the GPU's forward, read back
+/// whole as the lab reads it. Its own figures only: `bench/model_reference.py` runs PyTorch beside
+/// it in the same run for the ratios.
 pub fn model(as_json: bool, iters: usize, path: &std::path::Path, backend: Backend) -> Result<(), Error> {
     let m = Pretrained::open(path, DEFAULT_BUDGET)?;
     let phrase = "The Brownian motion in the transformer model: tokens walk on the sphere. ";
-    let longest = TORCH_FORWARD_MS.iter().map(|r| r.0).max().unwrap_or(0).min(m.model.cfg.context);
+    let longest = FORWARD_TOKENS.iter().copied().max().unwrap_or(0).min(m.model.cfg.context);
     let mut text = String::new();
     while m.tokenizer.encode(&text)?.len() < longest {
         text.push_str(phrase);
@@ -257,23 +255,21 @@ pub fn model(as_json: bool, iters: usize, path: &std::path::Path, backend: Backe
     let mut rows = Vec::new();
     // A window never longer than the model's context.
     let context = m.model.cfg.context;
-    for &(t, torch) in &TORCH_FORWARD_MS {
+    for t in FORWARD_TOKENS {
         let ids = &ids[..t.min(ids.len()).min(context)];
         let ms = median_ms(1, iters, || m.model.read(ids).map(|c| drop(m.model.logits(&c))))?;
-        rows.push(
-            json!({"what": format!("forward, {} tokens", ids.len()), "ms": ms, "torch_ms": torch, "ratio": ms / torch}),
-        );
+        rows.push(json!({"what": format!("forward, {} tokens", ids.len()), "tokens": ids.len(), "ms": ms}));
     }
     let mut adapter = None;
     if backend == Backend::Gpu {
         let ctx = block_on(GpuContext::new()).map_err(gpu_error)?;
         adapter = Some(ctx.adapter_name());
         let reader = GpuReader::new(ctx, &m.model).map_err(gpu_error)?;
-        for &(t, torch) in &TORCH_FORWARD_MS {
+        for t in FORWARD_TOKENS {
             let ids = &ids[..t.min(ids.len()).min(context)];
             let ms = median_ms(1, iters, || block_on(reader.read(ids)).map(drop).map_err(gpu_error))?;
             let what = format!("forward, {} tokens, GPU", ids.len());
-            rows.push(json!({"what": what, "ms": ms, "torch_ms": torch, "ratio": ms / torch}));
+            rows.push(json!({"what": what, "tokens": ids.len(), "ms": ms, "gpu": true}));
         }
     }
     // The writing's prompt and its 32 new tokens fit the context too.
@@ -285,33 +281,29 @@ pub fn model(as_json: bool, iters: usize, path: &std::path::Path, backend: Backe
     let start = Instant::now();
     let written = sample::generate(&m.model, &m.tokenizer, &spec)?;
     let per_s = written[0].tokens.len() as f64 / start.elapsed().as_secs_f64();
+    // Each token written reads every weight once: the bytes per second the writing reaches.
+    let weight_bytes = 4 * m.model.params.len();
     rows.push(json!({"what": "greedy writing after 64 tokens", "tokens_per_s": per_s,
-        "torch_tokens_per_s": TORCH_TOKENS_PER_S, "ratio": per_s / TORCH_TOKENS_PER_S}));
+        "gb_per_s": per_s * weight_bytes as f64 / 1e9}));
+    let params = m.model.params.len();
     if as_json {
-        println!("{}", json!({"model": m.name, "threads": default_threads(), "adapter": adapter, "rows": rows}));
+        let out =
+            json!({"model": m.name, "params": params, "threads": default_threads(), "adapter": adapter, "rows": rows});
+        println!("{out}");
         return Ok(());
     }
-    println!("{} on {} threads (PyTorch 2.15 eager + transformers, this machine kind)", m.name, default_threads());
+    println!("{} ({:.1}M weights) on {} threads", m.name, params as f64 / 1e6, default_threads());
     if let Some(a) = adapter {
         println!("GPU: {a}");
     }
-    println!("{:<34} {:>12} {:>12} {:>8}", "", "lab", "PyTorch", "ratio");
     for r in &rows {
         let what = r["what"].as_str().unwrap_or("");
-        match (r.get("ms"), r.get("tokens_per_s")) {
-            (Some(ms), _) => {
-                let ms = ms.as_f64().unwrap_or(0.0);
-                match r.get("torch_ms").and_then(|t| t.as_f64()) {
-                    Some(t) => println!("{what:<34} {ms:>9.0} ms {t:>9.0} ms {:>7.2}x", ms / t),
-                    None => println!("{what:<34} {ms:>9.0} ms"),
-                }
+        let num = |k: &str| r.get(k).and_then(|v| v.as_f64());
+        match (num("ms"), num("tokens_per_s")) {
+            (Some(ms), _) => println!("{what:<34} {ms:>9.0} ms"),
+            (_, Some(tps)) => {
+                println!("{what:<34} {tps:>7.1} tok/s ({:.1} GB/s of weights)", num("gb_per_s").unwrap_or(0.0))
             }
-            (_, Some(tps)) => println!(
-                "{what:<34} {:>7.1} tok/s {:>6.1} tok/s {:>7.2}x",
-                tps.as_f64().unwrap_or(0.0),
-                TORCH_TOKENS_PER_S,
-                r["ratio"].as_f64().unwrap_or(0.0)
-            ),
             _ => {}
         }
     }

@@ -95,9 +95,9 @@ enum Command {
         /// d_model, layers, heads, context, batch, steps, optimizer), natively on every core.
         #[arg(long, value_name = "SPEC", conflicts_with_all = ["sizes", "optimizers", "iters", "matmul"])]
         spec: Option<String>,
-        /// A GPT-2 folder (as `lab inspect --model`): its forward of 64 and 256 tokens (with
-        /// --backend gpu on the GPU too), the whole inspection and greedy writing, beside
-        /// PyTorch's figures on this machine kind.
+        /// A model's folder (as `lab inspect --model`): its forward of 64 and 256 tokens (with
+        /// --backend gpu on the GPU too), the whole inspection and greedy writing with the GB/s
+        /// of weights it reads (bench/model_reference.py runs PyTorch beside it).
         #[arg(long, conflicts_with_all = ["sizes", "optimizers", "matmul", "spec"])]
         model: Option<PathBuf>,
     },
