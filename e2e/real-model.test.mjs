@@ -15,7 +15,10 @@ test('a real model: GPT-2 fetched under the hub\'s layout reads a text on every 
   const { page, problems } = await launch(t, { viewport: { width: 1280, height: 800 } });
   const requests = [];
   page.on('request', (r) => requests.push(r.url()));
-  await openModel(page);
+  // Before a model opens, the sphere says how to get one (the model mode has no Start).
+  await openModel(page, { fetch: false });
+  await page.waitForFunction(() => document.getElementById('sphere')?.dataset.empty === 'Open a model to see its tokens');
+  await page.click('#hub-fetch');
   await page.waitForSelector('#model-tokens', { timeout: 120_000 });
   assert.match(await textOf(page, '#model-opened'), /12 layers, 4 heads, width 64/);
 
@@ -45,15 +48,38 @@ test('a real model: GPT-2 fetched under the hub\'s layout reads a text on every 
   };
   const web = await page.evaluate((text) => spherewalk.inspect(text), MODEL_TEXT);
   sameAsNative(web, 'CPU');
+  // "Download reading": the JSON is what spherewalk.inspect returned (lab inspect --json's
+  // report), and the layer table's CSV is lab inspect --csv's, number for number.
+  const download = async (id) => {
+    const [file] = await Promise.all([page.waitForEvent('download'), page.click(id)]);
+    return { name: file.suggestedFilename(), text: readFileSync(await file.path(), 'utf8') };
+  };
+  const json = await download('#model-download-json');
+  assert.equal(json.name, 'spherewalk_gpt2-fixture-reading.json');
+  assert.deepEqual(JSON.parse(json.text), web);
+  const csv = await download('#model-download-csv');
+  const cliCsv = execFileSync(LAB_BIN, ['inspect', '--model', FIXTURE_DIR, '--text', MODEL_TEXT, '--csv'], { encoding: 'utf8' });
+  const rowsOf = (t) => t.trim().split('\n').map((l) => l.split(','));
+  const [ours, theirs] = [rowsOf(csv.text), rowsOf(cliCsv)];
+  assert.deepEqual(ours[0], theirs[0], 'the header');
+  assert.equal(ours.length, 1 + 12 * 4 + 1);
+  ours.forEach((row, i) => row.forEach((v, j) => {
+    const want = theirs[i][j];
+    if (i === 0 || want === '' || j < 2) assert.equal(v, want, `row ${i} column ${j}`);
+    else assert.ok(Math.abs(Number(v) - Number(want)) <= 1e-4 * Math.max(1, Math.abs(Number(want))), `row ${i} column ${j}: ${v} against ${want}`);
+  }));
   // Auto on a software adapter (SwiftShader) reads on the CPU, and says so.
   assert.match(web.on, /^CPU \(.*software/);
-  assert.match(await textOf(page, '#model-on'), /^This reading ran on CPU/);
+  // Where it ran, in one plain line; the graphics stack's own words only behind "details".
+  assert.match(await textOf(page, '#model-on'), /^This reading ran on the CPU: this browser's only GPU is a software one \(.+\), slower than the CPU\.$/);
+  assert.match(await page.$eval('#model-on-details', (d) => d.textContent), /^details.*software/);
   // WebGPU picked: the GPU's forward (the trainer's WGSL kernels) reads it, to the same numbers.
   await page.selectOption('#backend-choice', 'webgpu');
   const gpu = await page.evaluate((text) => spherewalk.inspect(text), MODEL_TEXT);
   assert.match(gpu.on, /^WebGPU/);
   sameAsNative(gpu, 'WebGPU');
-  assert.match(await textOf(page, '#model-on'), /^This reading ran on WebGPU/);
+  assert.match(await textOf(page, '#model-on'), /^This reading ran on WebGPU \(.+\)\.$/);
+  assert.equal(await page.$('#model-on-details'), null, 'nothing to explain when it ran where asked');
   await page.selectOption('#backend-choice', 'auto');
   // The model's first guess after the text, as the CLI computed it.
   const [word, p] = cli.next[cli.next.length - 1][0];
@@ -67,11 +93,35 @@ test('a real model: GPT-2 fetched under the hub\'s layout reads a text on every 
     assert.equal(await page.getAttribute(id, 'data-settled'), 'true', id);
   }
 
-  // What it writes equals lab sample --model with the same settings (greedy, 20 tokens).
-  await page.click('#model-write');
-  await page.waitForSelector('#model-written strong', { timeout: 60_000 });
-  const sample = JSON.parse(execFileSync(LAB_BIN, ['sample', '--model', FIXTURE_DIR, '--prompt', MODEL_TEXT, '--tokens', '20', '--temperature', '0', '--json'], { encoding: 'utf8' }));
-  assert.equal(await textOf(page, '#model-written strong'), sample.text.trim());
+  // What it writes equals lab sample --model with the same settings: greedy (the default), then
+  // drawn at a temperature among the top-k and top-p from a seed. Each token carries the
+  // probability it was drawn with, and a click shows the candidates the CLI lists.
+  const written = async (flags) => {
+    const before = await page.evaluate(() => document.getElementById('model-written')?.dataset.text ?? null);
+    await page.click('#model-write');
+    await page.waitForFunction((b) => {
+      const w = document.getElementById('model-written');
+      return w && !document.getElementById('model-busy') && w.dataset.text !== b;
+    }, before, { timeout: 60_000 });
+    const cli = JSON.parse(execFileSync(LAB_BIN, ['sample', '--model', FIXTURE_DIR, '--prompt', MODEL_TEXT, '--tokens', '20', ...flags, '--json'], { encoding: 'utf8' }));
+    assert.equal(await page.getAttribute('#model-written', 'data-text'), cli.text, `written with ${flags}`);
+    const ps = await page.$$eval('#model-written .tok', (els) => els.map((e) => Number(e.dataset.p)));
+    assert.equal(ps.length, cli.steps.length);
+    ps.forEach((p, i) => assert.ok(Math.abs(p - cli.steps[i].p) < 1e-4, `token ${i}: p ${p} in the page, ${cli.steps[i].p} natively`));
+    return cli;
+  };
+  assert.equal(await page.isDisabled('#model-top-k'), true, 'top-k means nothing when the most likely token is taken');
+  await written(['--temperature', '0']);
+  await page.$eval('#model-temperature', (e) => { e.value = '0.8'; e.dispatchEvent(new Event('change', { bubbles: true })); });
+  await page.selectOption('#model-top-k', '40');
+  await page.selectOption('#model-top-p', '0.9');
+  await page.fill('#model-seed', '7');
+  await page.dispatchEvent('#model-seed', 'change');
+  const drawn = await written(['--temperature', '0.8', '--top-k', '40', '--top-p', '0.9', '--seed', '7']);
+  await page.click('#model-written .tok >> nth=3');
+  const rows = await page.$$eval('#model-candidates tr', (trs) => trs.map((tr) => tr.textContent));
+  assert.equal(rows.length, drawn.steps[3].top.length);
+  assert.ok(rows[0].includes(`${(drawn.steps[3].top[0][1] * 100).toFixed(1)}%`), `${rows[0]} against ${drawn.steps[3].top[0]}`);
   await page.screenshot({ path: join(ARTIFACTS, 'page-gpt2.png') });
 
   // Opened again after a reload: from the browser's cache, with no request for the weights.

@@ -13,6 +13,7 @@ test('the sphere and the chain: labels, arcs = the engine attention row, great-c
   const { page, problems } = await launch(t);
   await page.setViewportSize({ width: 1280, height: 800 });
   await open(page, '');
+  assert.equal(await page.getAttribute('#sphere', 'data-empty'), 'Press Start or Step to see the tokens');
   await page.selectOption('#pace', '0');
   await page.click('#start');
   await waitPhase(page, ['done'], 120_000);

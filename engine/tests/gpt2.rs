@@ -293,3 +293,56 @@ fn the_page_view_holds_every_depth_head_and_piece() {
         .all(|x| x.as_ref().is_some_and(|x| x.settled)));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn the_layer_table_as_csv_holds_every_head_s_entropy_of_the_reference_attention() {
+    let dir = scratch("csv");
+    fixture(&dir, &[]);
+    let d = dir.to_str().unwrap();
+    let (ok, json, err) = lab(&["inspect", "--model", d, "--text", TEXT, "--json"]);
+    assert!(ok, "{err}");
+    let report: Value = serde_json::from_str(json.trim()).unwrap();
+    let (ok, csv, err) = lab(&["inspect", "--model", d, "--text", TEXT, "--csv"]);
+    assert!(ok, "{err}");
+    let ids: Vec<String> = report["tokens"].as_array().unwrap().iter().map(|v| v.to_string()).collect();
+    fixture(&dir, &["--reference", &ids.join(",")]);
+    let reference = tensors(&dir.join("reference.safetensors"));
+    let mut lines = csv.lines();
+    assert_eq!(lines.next(), Some(engine::lenses::table::HEADER));
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    // 12 layers of 4 heads, and the final LayerNorm's one row.
+    assert_eq!(rows.len(), 12 * 4 + 1);
+    for row in &rows {
+        assert_eq!(row.len(), 8, "{row:?}");
+        let layer: usize = row[0].parse().unwrap();
+        let lens = &report["layers"][layer];
+        let num = |i: usize| row[i].parse::<f64>().unwrap();
+        // serde_json parses floats to within an ulp.
+        let same = |i: usize, v: &Value| {
+            let want = v.as_f64().unwrap();
+            assert!((num(i) - want).abs() <= 1e-12 * want.abs(), "{row:?} column {i}: {want}");
+        };
+        same(2, &lens["residual_norm"]);
+        same(3, &lens["radius"]["max_rel_err"]);
+        same(4, &lens["gain"]["mean_rel_offset"]);
+        if layer == 12 {
+            assert_eq!(&row[5..], ["", "", ""], "the final LayerNorm has no heads");
+            continue;
+        }
+        // The head's entropy from the independent forward's attention: the mean over query
+        // positions of -sum_j P_ij ln P_ij.
+        let head: usize = row[1].parse().unwrap();
+        let (shape, attn) = &reference[&format!("attn.{layer}")];
+        let t = shape[1];
+        let p = &attn[head * t * t..(head + 1) * t * t];
+        let entropy = (0..t)
+            .map(|i| {
+                p[i * t..(i + 1) * t].iter().filter(|&&x| x > 0.0).map(|&x| -(x as f64) * (x as f64).ln()).sum::<f64>()
+            })
+            .sum::<f64>()
+            / t as f64;
+        assert!((num(5) - entropy).abs() < 1e-4, "layer {layer} head {head}: {} against {entropy}", num(5));
+        same(6, &lens["heads"][head]["kernel_tv_mean"]);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -70,6 +70,21 @@ pub(super) fn backend_line(line: &str) -> (String, Option<String>) {
     (format!("Backend: {head}{rest}{extra}"), detail)
 }
 
+/// Where a real model's reading ran (`Read::on`: "CPU", "WebGPU (adapter)", or "CPU (WebGPU:
+/// why)"), in one plain line, and the graphics stack's own words for "details".
+pub fn reading_place(on: &str) -> (String, Option<String>) {
+    let Some(why) = on.strip_prefix("CPU (WebGPU: ").and_then(|w| w.strip_suffix(')')) else {
+        let on = if on == "CPU" { "the CPU" } else { on };
+        return (format!("This reading ran on {on}."), None);
+    };
+    let said = match why.find("only a software one") {
+        Some(i) => format!("this browser's only GPU is {}", &why[i + "only ".len()..]),
+        None if why.contains("no GPU adapter") => "this browser offers no GPU to the page".into(),
+        None => "WebGPU could not run it".into(),
+    };
+    (format!("This reading ran on the CPU: {said}."), Some(why.to_string()))
+}
+
 impl Lab {
     /// The user picked a backend: a run in progress moves there, from its exact state.
     pub fn set_backend(self, choice: BackendChoice) {

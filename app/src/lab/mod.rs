@@ -11,7 +11,7 @@
 //! opened from its files: fetching them, and what it read and wrote).
 
 pub mod address;
-mod backend;
+pub mod backend;
 mod client;
 pub mod estimate;
 mod events;

@@ -39,6 +39,16 @@ pub struct Progress {
     pub total: Option<f64>,
 }
 
+/// How the model writes: the most likely token at temperature 0 (greedy), else drawn among the
+/// top-k and top-p candidates, from `seed` (the same settings write the same text).
+#[derive(Clone, Copy)]
+pub struct Drawing {
+    pub temperature: RwSignal<f64>,
+    pub top_k: RwSignal<usize>,
+    pub top_p: RwSignal<f64>,
+    pub seed: RwSignal<u64>,
+}
+
 #[derive(Clone, Copy)]
 pub struct RealModel {
     pub mode: RwSignal<Mode>,
@@ -50,6 +60,7 @@ pub struct RealModel {
     pub message: RwSignal<Option<Result<String, String>>>,
     pub reading: RwSignal<Option<Inspection>>,
     pub written: RwSignal<Option<Sample>>,
+    pub drawing: Drawing,
     pub text: RwSignal<String>,
     pub hub_id: RwSignal<String>,
     /// Where the open model's files came from ("huggingface.co", "your files").
@@ -80,6 +91,12 @@ impl RealModel {
             message: RwSignal::new(None),
             reading: RwSignal::new(None),
             written: RwSignal::new(None),
+            drawing: Drawing {
+                temperature: RwSignal::new(0.0),
+                top_k: RwSignal::new(0),
+                top_p: RwSignal::new(1.0),
+                seed: RwSignal::new(0),
+            },
             text: RwSignal::new("The Brownian motion in the transformer model: tokens walk on the sphere.".into()),
             hub_id: RwSignal::new("openai-community/gpt2".into()),
             source: RwSignal::new(None),
@@ -360,6 +377,26 @@ pub fn fetch_again(lab: Lab) {
     });
 }
 
+/// "Download reading": the reading shown as `lab inspect` gives it, the whole report as JSON
+/// (`csv`: false) or its layer table as CSV, named after the model.
+pub fn download_reading(lab: Lab, csv: bool) {
+    let m = lab.real;
+    let got = m.reading.with_untracked(|r| {
+        let r = r.as_ref().ok_or("read a text first")?;
+        let name: String =
+            r.model.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' }).collect();
+        match csv {
+            true => super::export::download(&format!("{name}-layers.csv"), &engine::lenses::table::csv(r), "text/csv"),
+            false => serde_json::to_string(r)
+                .map_err(|e| e.to_string())
+                .and_then(|json| super::export::download(&format!("{name}-reading.json"), &json, "application/json")),
+        }
+    });
+    if let Err(e) = got {
+        m.message.set(Some(Err(format!("could not download the reading: {e}"))));
+    }
+}
+
 /// Cancels the download under way: nothing is opened, the model already open stays.
 pub fn cancel(lab: Lab) {
     if let Some(c) = lab.real.abort.get_value() {
@@ -400,11 +437,19 @@ pub fn read(lab: Lab) {
     model_worker::send(lab, Command::Read { text: m.text.get_untracked(), id }, vec![]);
 }
 
-/// The opened model writes after the text (greedy).
+/// The opened model writes after the text, as `drawing` says.
 pub fn write(lab: Lab) {
     let m = lab.real;
-    let spec =
-        SampleSpec { prompt: m.text.get_untracked(), tokens: WRITE_TOKENS, temperature: 0.0, ..SampleSpec::default() };
+    let d = m.drawing;
+    let spec = SampleSpec {
+        prompt: m.text.get_untracked(),
+        tokens: WRITE_TOKENS,
+        temperature: d.temperature.get_untracked(),
+        top_k: d.top_k.get_untracked(),
+        top_p: d.top_p.get_untracked(),
+        seed: d.seed.get_untracked(),
+        samples: 1,
+    };
     let id = m.id();
     m.busy_after(id, Some("Writing".into()));
     model_worker::send(lab, Command::SampleModel { spec, id }, vec![]);

@@ -17,6 +17,7 @@ pub mod heatmap;
 pub mod lead;
 pub mod model;
 pub mod model_file;
+pub mod model_writing;
 pub mod panel;
 pub mod presenter;
 pub mod run_bar;

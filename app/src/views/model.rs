@@ -5,9 +5,11 @@
 
 use leptos::prelude::*;
 
+use crate::lab::backend::reading_place;
 use crate::lab::hub;
-use crate::lab::real_model::{self, Mode, WRITE_TOKENS};
+use crate::lab::real_model::{self, Mode};
 use crate::lab::Lab;
+use crate::views::model_writing::ModelWriting;
 use crate::views::panel::{column_heads, verdict_line};
 // Spaces made visible in a BPE piece (GPT-2's pieces carry their leading space).
 use crate::views::token_style::glyph as shown;
@@ -236,10 +238,8 @@ pub fn ModelPanel(lab: Lab) -> impl IntoView {
                     <button id="model-read" type="button" on:click=move |_| real_model::read(lab)>
                         "Read"
                     </button>
-                    <button id="model-write" type="button" on:click=move |_| real_model::write(lab)>
-                        {format!("Write {WRITE_TOKENS} tokens")}
-                    </button>
                 </div>
+                <ModelWriting lab=lab />
             </Show>
             <Show when=move || m.reading.with(Option::is_some)>
                 <p class="caption">
@@ -248,14 +248,20 @@ pub fn ModelPanel(lab: Lab) -> impl IntoView {
                 <p id="model-tokens" class="pieces">{pieces}</p>
                 <p id="model-next">{next_line}</p>
                 <p id="model-on" class="note">
-                    {move || m.reading.with(|r| r.as_ref().map(|r| format!("This reading ran on {}.", r.on)))}
+                    {move || m.reading.with(|r| r.as_ref().map(|r| reading_place(&r.on).0))}
                 </p>
-                <Show when=move || m.written.with(Option::is_some)>
-                    <p id="model-written">
-                        <span class="prompt">{move || m.written.with(|w| w.as_ref().map(|w| w.prompt.clone()))}</span>
-                        <strong>{move || m.written.with(|w| w.as_ref().map(|w| w.text.clone()))}</strong>
-                    </p>
-                </Show>
+                {move || {
+                    m.reading
+                        .with(|r| r.as_ref().and_then(|r| reading_place(&r.on).1))
+                        .map(|why| {
+                            view! {
+                                <details id="model-on-details" class="note">
+                                    <summary>"details"</summary>
+                                    {why}
+                                </details>
+                            }
+                        })
+                }}
                 {verdict_line("model-kernel".into(), panels_verdict(|v| v.kernel.clone()))}
                 {verdict_line("model-brownian".into(), panels_verdict(|v| v.brownian.clone()))}
                 {verdict_line("model-flow".into(), panels_verdict(|v| v.flow.clone()))}
@@ -268,6 +274,14 @@ pub fn ModelPanel(lab: Lab) -> impl IntoView {
                     {column_heads(&["layer", "|x|", "off the sphere", "after the gain", "entropy", "kernel TV"])}
                     <tbody>{rows}</tbody>
                 </table>
+                <div class="row">
+                    <button id="model-download-json" type="button" class="small" on:click=move |_| real_model::download_reading(lab, false)>
+                        "Download reading (JSON)"
+                    </button>
+                    <button id="model-download-csv" type="button" class="small" on:click=move |_| real_model::download_reading(lab, true)>
+                        "Layer table (CSV)"
+                    </button>
+                </div>
             </Show>
         </section>
     }

@@ -24,7 +24,7 @@ fn candidates(top: &[(String, f64)]) -> (String, String) {
 
 /// A character picked for its candidates: what it is, how it came, and what else the model weighed.
 #[derive(Clone, Debug, PartialEq)]
-struct Picked {
+pub(crate) struct Picked {
     what: String,
     top: Vec<(String, f64)>,
 }
@@ -51,7 +51,7 @@ fn token_view(i: usize, s: &Step, picked: RwSignal<Option<Picked>>) -> impl Into
     }
 }
 
-fn sample_view(s: &Sample, picked: RwSignal<Option<Picked>>) -> impl IntoView {
+pub(crate) fn sample_view(s: &Sample, picked: RwSignal<Option<Picked>>) -> impl IntoView {
     let tokens = s.steps.iter().enumerate().map(|(i, t)| token_view(i, t, picked)).collect_view();
     view! {
         <span class="prompt">{shown(&s.prompt)}</span>
@@ -85,7 +85,7 @@ fn prediction_view(p: &Prediction, picked: RwSignal<Option<Picked>>) -> impl Int
 }
 
 /// The picked character's candidates, in a box in the page's own type size.
-fn candidates_box(picked: RwSignal<Option<Picked>>) -> impl IntoView {
+pub(crate) fn candidates_box(id: &'static str, picked: RwSignal<Option<Picked>>) -> impl IntoView {
     move || {
         picked.get().map(|p| {
             let rows = p
@@ -94,7 +94,7 @@ fn candidates_box(picked: RwSignal<Option<Picked>>) -> impl IntoView {
                 .map(|(t, q)| view! { <tr><th scope="row">{format!("\"{}\"", shown(t))}</th><td>{format!("{:.1}%", q * 100.0)}</td></tr> })
                 .collect_view();
             view! {
-                <div id="writing-candidates" class="banner candidates" role="dialog" aria-label="the model's candidates">
+                <div id=id class="banner candidates" role="dialog" aria-label="the model's candidates">
                     <p>{p.what.clone()}{"; the model's candidates:"}</p>
                     <table>
                         <tbody>{rows}</tbody>
@@ -157,7 +157,7 @@ pub fn WritingPanel(lab: Lab) -> impl IntoView {
                     None => "Start the run: the model writes at step 0 and at every evaluation.".into_any(),
                 }}
             </p>
-            {candidates_box(picked)}
+            {candidates_box("writing-candidates", picked)}
             <div class="writing-controls">
                 <label>
                     "Prompt "

@@ -115,9 +115,11 @@ fn view_scale(size: f64) -> f64 {
 }
 
 /// Draws `scene` (or the empty ball with a hint); the ball and the dots on WebGL2 when `gl` is given.
+/// `empty`: what the ball says while there is no scene (how to get one, in this mode).
 pub fn draw(
     canvas: &HtmlCanvasElement,
     scene: Option<&Scene>,
+    empty: &str,
     dark: bool,
     gl: Option<&Renderer>,
 ) -> Result<Drawn, String> {
@@ -155,15 +157,18 @@ pub fn draw(
         }
     }
     let Some(s) = scene else {
+        // The words drawn, for a screen reader and the tests.
+        let _ = canvas.set_attribute("data-empty", empty);
         ctx.set_fill_style_str(fg);
         let text = canvas_text::px() * 1.25;
         canvas_text::report(canvas, text);
         ctx.set_font(&format!("{text}px sans-serif"));
         ctx.set_text_align("center");
-        let _ = ctx.fill_text("Press Start or Step to see the tokens", f.cx, f.cy);
+        let _ = ctx.fill_text(empty, f.cx, f.cy);
         ctx.set_text_align("start");
         return Ok(drawn);
     };
+    let _ = canvas.remove_attribute("data-empty");
     // Ghosts: hollow grey rings.
     for &g in s.ghosts {
         let (x, y, z) = f.project(g);

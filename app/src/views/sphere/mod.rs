@@ -14,6 +14,7 @@ use engine::session::Panels;
 use leptos::html::Canvas;
 use leptos::prelude::*;
 
+use crate::lab::real_model::Mode;
 use crate::lab::Lab;
 use crate::views::panel::Panel;
 use crate::views::token_style::{css, glyph, kind_color, viridis, Kind};
@@ -225,9 +226,15 @@ pub fn SphereView(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
         renderer_name.track();
         lab.view.layout.track();
         let dark = dark.get();
+        // The training mode has Start and Step; the model mode reads a text when a model opens.
+        let empty = match (lab.real.mode.get(), lab.real.opened.with(Option::is_some)) {
+            (Mode::Train, _) => "Press Start or Step to see the tokens",
+            (Mode::Model, false) => "Open a model to see its tokens",
+            (Mode::Model, true) => "Read a text to see its tokens",
+        };
         let result = moment.with(|m| {
             let Some(m) = m else {
-                return renderer.with_value(|r| draw::draw(&canvas, None, dark, r.as_ref().ok()));
+                return renderer.with_value(|r| draw::draw(&canvas, None, empty, dark, r.as_ref().ok()));
             };
             let depth = depth.get();
             // The Brownian ghosts and, once the run has ended, the fitted flow's particles: both at
@@ -254,8 +261,8 @@ pub fn SphereView(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                 let name =
                     if d == s.layers { "after the final LayerNorm".to_string() } else { format!("into layer {d}") };
                 Some(match lab.real.mode.get_untracked() {
-                    crate::lab::real_model::Mode::Model => format!("The text {name}: one dot per token"),
-                    crate::lab::real_model::Mode::Train => {
+                    Mode::Model => format!("The text {name}: one dot per token"),
+                    Mode::Train => {
                         format!("{}, {name}: one dot per character", step_text(m.step))
                     }
                 })
@@ -276,7 +283,7 @@ pub fn SphereView(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                             yaw: lab.view.yaw.get(),
                             pitch: lab.view.pitch.get(),
                         };
-                        renderer.with_value(|r| draw::draw(&canvas, Some(&scene), dark, r.as_ref().ok()))
+                        renderer.with_value(|r| draw::draw(&canvas, Some(&scene), empty, dark, r.as_ref().ok()))
                     })
                 })
             })

@@ -25,6 +25,10 @@ pub struct InspectArgs {
     /// head, the depth fit with its verdicts, and the next-token candidates.
     #[arg(long)]
     json: bool,
+    /// The layer table as CSV: one row per layer and head (the page's "Download reading" gives
+    /// the same).
+    #[arg(long, conflicts_with = "json")]
+    csv: bool,
     /// Also write the raw tensors here (safetensors): hidden.{i} (T, C) entering block i
     /// (i = n_layer: before ln_f), attn.{l} (NH, T, T), logits (T, V).
     #[arg(long)]
@@ -55,6 +59,8 @@ pub fn run(a: InspectArgs) -> Result<(), Error> {
     }
     if a.json {
         println!("{}", serde_json::to_string(&report)?);
+    } else if a.csv {
+        print!("{}", inspect::table::csv(&report));
     } else {
         print(&report, &model);
     }
