@@ -35,6 +35,13 @@ pub trait Scalar:
         self.exp()
     }
 
+    /// The standard normal CDF Φ (exact GELU's): f32 takes `nn::normal_cdf`, which vectorises;
+    /// f64 (the gradient checks) keeps libm's erf.
+    fn normal_cdf(self) -> Self {
+        let x = self.to_f64().unwrap_or(f64::NAN);
+        Self::of(0.5 * (1.0 + libm::erf(x * std::f64::consts::FRAC_1_SQRT_2)))
+    }
+
     fn of(x: f64) -> Self {
         Self::from_f64(x).expect("finite f64 converts")
     }
@@ -102,6 +109,10 @@ impl Scalar for f32 {
 
     fn exp_fast(self) -> f32 {
         crate::nn::exp::exp(self)
+    }
+
+    fn normal_cdf(self) -> f32 {
+        crate::nn::normal_cdf::normal_cdf(self)
     }
 }
 

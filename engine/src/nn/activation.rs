@@ -32,20 +32,17 @@ fn gelu_grad<S: Scalar>(x: S) -> S {
     half * (S::one() + th) + half * x * sech2 * k * (S::one() + three * c * x * x)
 }
 
-/// Exact GELU `x Φ(x)`, Φ from libm's erf (no closed form in float loops worth writing here).
+/// Exact GELU `x Φ(x)` (`Scalar::normal_cdf`: straight-line arithmetic in f32).
 #[inline(always)]
 fn gelu_exact<S: Scalar>(x: S) -> S {
-    let v = x.to_f64().unwrap_or(f64::NAN);
-    S::of(0.5 * v * (1.0 + libm::erf(v * std::f64::consts::FRAC_1_SQRT_2)))
+    x * x.normal_cdf()
 }
 
 /// Its derivative `Φ(x) + x φ(x)`.
 #[inline(always)]
 fn gelu_exact_grad<S: Scalar>(x: S) -> S {
-    let v = x.to_f64().unwrap_or(f64::NAN);
-    let cdf = 0.5 * (1.0 + libm::erf(v * std::f64::consts::FRAC_1_SQRT_2));
-    let pdf = (-0.5 * v * v).exp() / (2.0 * std::f64::consts::PI).sqrt();
-    S::of(cdf + v * pdf)
+    let pdf = (S::of(-0.5) * x * x).exp_fast() * S::of(0.398_942_280_401_432_7); // 1 / sqrt(2 pi)
+    x.normal_cdf() + x * pdf
 }
 
 /// `x σ(x)`.
@@ -112,13 +109,23 @@ mod tests {
     fn the_simd_versions_give_the_bits_of_one_element_at_a_time() {
         let x: Vec<f32> = (0..4099).map(|i| (i as f32 - 2049.0) * 0.0047).chain([f32::NAN, 1e30, -1e30]).collect();
         let dy: Vec<f32> = x.iter().map(|v| 1.0 - 0.3 * v).collect();
-        let (mut y, mut dx) = (vec![0.0; x.len()], vec![0.0; x.len()]);
-        forward(Activation::Gelu, &mut y, &x);
-        backward(Activation::Gelu, &mut dx, &dy, &x);
-        for i in 0..x.len() {
-            let xi = std::hint::black_box(x[i]);
-            assert_eq!(y[i].to_bits(), gelu(xi).to_bits(), "GELU at {xi}");
-            assert_eq!(dx[i].to_bits(), (dy[i] * gelu_grad(xi)).to_bits(), "GELU' at {xi}");
+        type Elementwise = fn(f32) -> f32;
+        let one_by_one: [(Activation, Elementwise, Elementwise); 3] = [
+            (Activation::Gelu, gelu, gelu_grad),
+            (Activation::GeluExact, gelu_exact, gelu_exact_grad),
+            (Activation::Silu, silu, silu_grad),
+        ];
+        for (act, f, grad) in one_by_one {
+            let (mut y, mut dx) = (vec![0.0; x.len()], vec![0.0; x.len()]);
+            forward(act, &mut y, &x);
+            backward(act, &mut dx, &dy, &x);
+            // Bit for bit, a NaN's sign aside.
+            let same = |a: f32, b: f32| a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan());
+            for i in 0..x.len() {
+                let xi = std::hint::black_box(x[i]);
+                assert!(same(y[i], f(xi)), "{act:?} at {xi}: {} against {}", y[i], f(xi));
+                assert!(same(dx[i], dy[i] * grad(xi)), "{act:?}' at {xi}");
+            }
         }
     }
 
@@ -142,6 +149,13 @@ mod tests {
             assert!((gelu_exact(x) - x * cdf).abs() < 1e-9, "GELU at {x}");
         }
         assert!((silu(2.0f64) - 2.0 / (1.0 + (-2.0f64).exp())).abs() < 1e-15);
+        // The f32 path (straight-line Φ) against the f64 one, and its derivative against f64's.
+        for i in -400..=400 {
+            let x = i as f32 * 0.025;
+            let (want, want_grad) = (gelu_exact(x as f64), gelu_exact_grad(x as f64));
+            assert!((gelu_exact(x) as f64 - want).abs() <= 1e-6 * want.abs().max(1e-2), "f32 GELU at {x}");
+            assert!((gelu_exact_grad(x) as f64 - want_grad).abs() <= 1e-6, "f32 GELU' at {x}");
+        }
         for i in -40..=40 {
             let (x, h) = (i as f64 * 0.1, 1e-6);
             let fd = |f: fn(f64) -> f64| (f(x + h) - f(x - h)) / (2.0 * h);

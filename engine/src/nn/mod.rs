@@ -10,5 +10,6 @@ pub mod layer_norm;
 pub mod linear;
 pub mod loss;
 pub mod matmul;
+pub mod normal_cdf;
 pub mod reduce;
 pub mod rotary;
