@@ -30,6 +30,17 @@ test('a real model: GPT-2 fetched under the hub\'s layout reads a text on every 
   assert.deepEqual((await page.getAttribute('#attention', 'data-labels')).split('\x1f'), visible);
   assert.equal(await page.getAttribute('#depth', 'max'), String(cli.n_layer));
   assert.equal(cli.n_layer, 12);
+  // Follow token: its walk through all 13 depths (12 arcs) at any depth of the slider, in one
+  // view for every depth (the engine's test checks that view against its own PCA).
+  await page.selectOption('#sphere-token', '3');
+  for (const d of ['0', '7']) {
+    await page.fill('#depth', d);
+    await page.waitForFunction(() => document.getElementById('sphere').dataset.path === '12', null, { timeout: 10_000 });
+  }
+  assert.match(await textOf(page, '#panel-sphere'), /The same three directions for every depth/);
+  assert.match(await textOf(page, '#panel-sphere'), /The dark line is its walk through every depth/);
+  await page.selectOption('#sphere-token', '');
+  await page.waitForFunction(() => document.getElementById('sphere').dataset.path === '0');
   assert.equal(await page.$$eval('#model-layers tbody tr', (r) => r.length), 13);
   // The same reading through the JS API, in the browser's worker (wasm), against the native numbers.
   const sameAsNative = (web, on) => {

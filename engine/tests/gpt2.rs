@@ -279,6 +279,48 @@ fn the_page_view_holds_every_depth_head_and_piece() {
             panels.points(depth, 0).iter().all(|p| (p.iter().map(|x| x * x).sum::<f64>() - 1.0).abs() < 1e-4);
         assert!(on_unit_sphere, "depth {depth}");
     }
+    // One view for every depth: each dot is the top three principal directions of every depth's
+    // LayerNorm output together, applied to that depth's token and normalised. The u's come from
+    // the dumped residual stream, normalised here; the directions from the full 64 x 64 moment.
+    let dump = dir.join("dump.safetensors");
+    let (ok, _, err) =
+        lab(&["inspect", "--model", dir.to_str().unwrap(), "--text", TEXT, "--dump", dump.to_str().unwrap()]);
+    assert!(ok, "{err}");
+    let hidden = tensors(&dump);
+    let c = 64;
+    let us: Vec<Vec<f64>> = (0..=12)
+        .map(|depth| {
+            let x = &hidden[&format!("hidden.{depth}")].1;
+            x.chunks_exact(c)
+                .flat_map(|row| {
+                    let mean = row.iter().map(|&v| v as f64).sum::<f64>() / c as f64;
+                    let var = row.iter().map(|&v| (v as f64 - mean).powi(2)).sum::<f64>() / c as f64;
+                    row.iter().map(move |&v| (v as f64 - mean) / (var + 1e-5).sqrt()).collect::<Vec<_>>()
+                })
+                .collect()
+        })
+        .collect();
+    let all = nalgebra::DMatrix::from_row_slice(13 * t, c, &us.concat());
+    let eig = nalgebra::SymmetricEigen::new(all.transpose() * &all);
+    let mut order: Vec<usize> = (0..c).collect();
+    order.sort_by(|&a, &b| eig.eigenvalues[b].total_cmp(&eig.eigenvalues[a]));
+    let dirs: Vec<Vec<f64>> =
+        order[..3].iter().map(|&i| eig.eigenvectors.column(i).iter().copied().collect()).collect();
+    let mut signs = [0.0f64; 3];
+    for (depth, u) in us.iter().enumerate() {
+        for (i, (u, dot)) in u.chunks_exact(c).zip(panels.points(depth, 0)).enumerate() {
+            let y: Vec<f64> = dirs.iter().map(|d| d.iter().zip(u).map(|(a, b)| a * b).sum()).collect();
+            let n = y.iter().map(|v| v * v).sum::<f64>().sqrt();
+            for k in 0..3 {
+                // Each direction's sign is the view's to choose: taken from the first token.
+                if signs[k] == 0.0 {
+                    signs[k] = (dot[k] * y[k]).signum();
+                }
+                let want = signs[k] * y[k] / n;
+                assert!((dot[k] - want).abs() < 1e-3, "depth {depth} token {i} axis {k}: {} against {want}", dot[k]);
+            }
+        }
+    }
     // Head 3 of layer 5 is that head's attention: causal, rows of probabilities.
     let a = panels.attention_of(5, 3);
     assert_eq!(a.len(), t * t);

@@ -1,5 +1,5 @@
 //! A loaded model's reading as the page's own views draw it: one frame of `session::Panels` (the
-//! tokens on the sphere at every depth in that depth's 3-D principal view, every head's attention)
+//! tokens on the sphere at every depth in one 3-D principal view of all depths, every head's attention)
 //! with the verdicts in words, so the sphere and the heatmap show GPT-2 as they show the lab's runs.
 //! The depth fits take most of the time, so they come second (`Reading::fit_depth`): the page
 //! draws every layer first.
@@ -60,15 +60,14 @@ pub fn first_view(p: &Pretrained, r: Read) -> Result<Reading> {
         steps: vec![0],
         ..Panels::default()
     };
-    // Each depth's view starts from the one before, so the slider through depth does not flip it.
-    let mut previous: Option<Vec<f64>> = None;
-    for depth in 0..=cfg.layers {
-        let points = lens::sphere_points(cfg, &cache, depth)?;
-        let view = sphere::project3(&points, dim, previous.as_deref())?;
-        out.explained.push(view.explained.iter().sum());
-        out.sphere.extend(view.points.iter().flat_map(|p| p.map(|x| x as f32)));
-        previous = Some(view.components);
+    // One view for every depth: the principal directions of all depths' tokens together, so a
+    // token moves on screen only as it moves in the model (a view per depth turns with the depth).
+    let frames = (0..=cfg.layers).map(|depth| lens::sphere_points(cfg, &cache, depth)).collect::<Result<Vec<_>>>()?;
+    let view = sphere::project3(&frames.concat(), dim, None)?;
+    for points in &frames {
+        out.explained.push(sphere::share_along(points, dim, &view.components));
     }
+    out.sphere.extend(view.points.iter().flat_map(|p| p.map(|x| x as f32)));
     let mut worst_row = 0.0f64;
     for block in &cache.blocks {
         out.attention.extend_from_slice(&block.att);

@@ -41,6 +41,8 @@ pub struct Scene<'a> {
     pub particles: &'a [[f64; 3]],
     /// The selected token and its attention row P_i (one weight per token).
     pub chain: Option<(usize, &'a [f64])>,
+    /// A real model's selected token at every depth, first to last (the view is one for all).
+    pub depth_path: &'a [[f64; 3]],
     /// The selected token's random walkers, where they are now.
     pub walkers: &'a [[f64; 3]],
     pub caption: String,
@@ -56,6 +58,8 @@ pub struct Drawn {
     pub ghosts: usize,
     pub particles: usize,
     pub arcs: usize,
+    /// Arcs of the selected token's walk through depth.
+    pub path: usize,
     /// Screen positions (CSS pixels) and depth (z > 0: near) of the tokens: clicks select the nearest.
     pub screen: Vec<(f64, f64, f64)>,
     /// Whether the ball and the dots came from WebGL2.
@@ -159,6 +163,7 @@ pub fn draw(
     let Some(s) = scene else {
         // The words drawn, for a screen reader and the tests.
         let _ = canvas.set_attribute("data-empty", empty);
+        let _ = canvas.set_attribute("data-path", "0");
         ctx.set_fill_style_str(fg);
         let text = canvas_text::px() * 1.25;
         canvas_text::report(canvas, text);
@@ -207,6 +212,13 @@ pub fn draw(
             ctx.set_line_width(2.0);
             path(&ctx, &f, &arc(a, b, 4), alpha);
         }
+    }
+    // The selected token's walk through depth, darker towards the last depth.
+    for (k, pair) in s.depth_path.windows(2).enumerate() {
+        ctx.set_stroke_style_str(fg);
+        ctx.set_line_width(3.0);
+        path(&ctx, &f, &arc(pair[0], pair[1], 8), 0.25 + 0.65 * (k + 1) as f64 / s.depth_path.len() as f64);
+        drawn.path += 1;
     }
     // The selected token's attention row: arcs whose width and opacity are P_ij.
     let selected = s.chain.map(|c| c.0);
@@ -260,6 +272,8 @@ pub fn draw(
     ctx.set_fill_style_str(fg);
     ctx.set_font(&format!("{caption_px}px sans-serif"));
     let _ = ctx.fill_text_with_max_width(&s.caption, 8.0, 4.0 + caption_px, size - 16.0);
+    // Set here, not as the element's attribute: the canvas holds as many as the view allows.
+    let _ = canvas.set_attribute("data-path", &drawn.path.to_string());
     Ok(drawn)
 }
 

@@ -6,6 +6,7 @@
 
 mod draw;
 pub mod gl;
+mod pointer;
 mod replay;
 
 use engine::science::sphere::slerp;
@@ -108,6 +109,14 @@ pub fn SphereView(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
     let row = Memo::new(move |_| {
         let i = lab.view.selected.get()?;
         chain.with(|c| c.as_ref().filter(|(_, t)| i < *t).map(|(p, t)| (i, p[i * t..(i + 1) * t].to_vec())))
+    });
+    // A real model's selected token at every depth: its walk through the layers.
+    let depth_path = Memo::new(move |_| {
+        let i = lab.view.selected.get().filter(|_| lab.real.mode.get() == Mode::Model)?;
+        lab.panels.with(|s| {
+            let s = s.as_ref()?;
+            (0..=s.layers).map(|d| s.points(d, 0).get(i).copied()).collect::<Option<Vec<_>>>()
+        })
     });
     let paths = Memo::new(move |_| {
         let i = lab.view.selected.get()?;
@@ -278,6 +287,7 @@ pub fn SphereView(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                             ghosts: &ghost_points,
                             particles: &particle_points,
                             chain: row.as_ref().map(|(i, r)| (*i, r.as_slice())),
+                            depth_path: &depth_path.get().unwrap_or_default(),
                             walkers: &walkers,
                             caption: caption.unwrap_or_default(),
                             yaw: lab.view.yaw.get(),
@@ -294,62 +304,8 @@ pub fn SphereView(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
         }
     });
 
-    // Pointers down on the ball. A mouse or pen turns it; on a touch screen one finger scrolls the
-    // page (touch-action: pan-y) and two fingers turn the ball, or one with the "one-finger turn"
-    // toggle. A press that does not move selects the token under it.
-    let pointers = StoredValue::new(Vec::<(i32, bool, f64, f64)>::new());
-    let moved = StoredValue::new(0.0f64);
     let one_finger = RwSignal::new(false);
-    let on_down = move |ev: leptos::ev::PointerEvent| {
-        let touch = ev.pointer_type() == "touch";
-        pointers.update_value(|p| p.push((ev.pointer_id(), touch, ev.client_x() as f64, ev.client_y() as f64)));
-        moved.set_value(0.0);
-        if let Some(c) = canvas_ref.get_untracked() {
-            let _ = c.set_pointer_capture(ev.pointer_id());
-        }
-    };
-    let on_move = move |ev: leptos::ev::PointerEvent| {
-        let (x, y) = (ev.client_x() as f64, ev.client_y() as f64);
-        let turn = pointers.try_update_value(|p| {
-            let touches = p.iter().filter(|q| q.1).count();
-            let q = p.iter_mut().find(|q| q.0 == ev.pointer_id())?;
-            let delta = (x - q.2, y - q.3);
-            (q.2, q.3) = (x, y);
-            match (q.1, touches) {
-                (false, _) => Some(delta),
-                (true, n) if n >= 2 || one_finger.get_untracked() => Some((delta.0 / n as f64, delta.1 / n as f64)),
-                _ => None,
-            }
-        });
-        if let Some(Some((dx, dy))) = turn {
-            moved.update_value(|m| *m += dx.abs() + dy.abs());
-            lab.view.yaw.update(|v| *v += dx * 0.01);
-            lab.view.pitch.update(|v| *v = (*v + dy * 0.01).clamp(-1.5, 1.5));
-        }
-    };
-    let on_up = move |ev: leptos::ev::PointerEvent| {
-        let was_down = pointers.try_update_value(|p| {
-            let had = p.iter().any(|q| q.0 == ev.pointer_id());
-            p.retain(|q| q.0 != ev.pointer_id());
-            had && p.is_empty()
-        });
-        if was_down == Some(true) && moved.get_value() < 4.0 {
-            let (x, y) = (ev.offset_x() as f64, ev.offset_y() as f64);
-            let nearest = drawn.with_untracked(|d| {
-                d.screen
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, (px, py, _))| (px - x).hypot(py - y) < 12.0)
-                    // The dot in front, as the eye sees it.
-                    .max_by(|a, b| a.1 .2.total_cmp(&b.1 .2))
-                    .map(|(i, _)| i)
-            });
-            if nearest.is_some() {
-                lab.view.selected.set(nearest);
-            }
-        }
-    };
-    let on_cancel = move |ev: leptos::ev::PointerEvent| pointers.update_value(|p| p.retain(|q| q.0 != ev.pointer_id()));
+    let grab = pointer::Grab::new(lab, canvas_ref, drawn, one_finger);
     let count = move || lab.panels.with(|s| s.as_ref().map_or(0, |s| s.context));
     let on_key = move |ev: leptos::ev::KeyboardEvent| {
         let turn = match ev.key().as_str() {
@@ -522,10 +478,10 @@ pub fn SphereView(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                 data-positions=move || moment.with(|m| m.as_ref().map(|m| join(m.now.iter().flatten().copied())).unwrap_or_default())
                 data-step=move || lab.panels.with(|s| s.as_ref().map(|s| s.step).unwrap_or(0))
                 data-shown-step=move || moment.with(|m| m.as_ref().map(|m| m.step.to_string()).unwrap_or_default())
-                on:pointerdown=on_down
-                on:pointermove=on_move
-                on:pointerup=on_up
-                on:pointercancel=on_cancel
+                on:pointerdown=move |ev| grab.down(&ev)
+                on:pointermove=move |ev| grab.moved(&ev)
+                on:pointerup=move |ev| grab.up(&ev)
+                on:pointercancel=move |ev| grab.cancel(&ev)
                 on:keydown=on_key
             ></canvas>
             <div id="sphere-legend" class="legend" aria-label="legend" hidden=move || count() == 0>
@@ -558,9 +514,13 @@ pub fn SphereView(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
             <p id="sphere-note" class="note">
                 {move || {
                     let chain = lab.view.selected.get().map(|i| {
+                        let walk = match lab.real.mode.get() {
+                            Mode::Model => " The dark line is its walk through every depth, from the first layer to the last.",
+                            Mode::Train => "",
+                        };
                         format!(
                             " Arcs: where token {i} looks in layer {}, head {}{} (the attention panel's choice; the arcs \
-                             are of the latest frame).",
+                             are of the latest frame).{walk}",
                             lab.view.chain.layer.get(),
                             lab.view.chain.head.get(),
                             match lab.view.chain.k.get() {
@@ -571,9 +531,15 @@ pub fn SphereView(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                     });
                     kept()
                         .map(|k| {
+                            // A real model's depths share one view: say so, since it is what makes moving
+                            // the depth slider mean something.
+                            let shared = match lab.real.mode.get() {
+                                Mode::Model => " The same three directions for every depth: a token moves here only as it moves in the model.",
+                                Mode::Train => "",
+                            };
                             format!(
                                 "These three directions keep {k:.0}% of the tokens' spread in {} dimensions; the rest \
-                                 is in directions the picture cannot show.{}",
+                                 is in directions the picture cannot show.{shared}{}",
                                 lab.panels.with(|s| s.as_ref().map_or(0, |s| s.d_model)),
                                 chain.unwrap_or_default()
                             )
