@@ -39,9 +39,26 @@ test('a real model: GPT-2 fetched under the hub\'s layout reads a text on every 
   }
   assert.match(await textOf(page, '#panel-sphere'), /The same three directions for every depth/);
   assert.match(await textOf(page, '#panel-sphere'), /The dark line is its walk through every depth/);
+  assert.match(await textOf(page, '#panel-sphere'), /where token 3 looks in layer 7,/, 'the arcs are the depth\'s');
   await page.selectOption('#sphere-token', '');
   await page.waitForFunction(() => document.getElementById('sphere').dataset.path === '0');
   assert.equal(await page.$$eval('#model-layers tbody tr', (r) => r.length), 13);
+  // The reading in plain words, with the table's numbers, as lab inspect's text output says it.
+  const numbers = (t) => (t.match(/-?\d+(\.\d+)?/g) ?? []).map(Number);
+  const words = await textOf(page, '#model-words');
+  assert.match(words, /^Before each LayerNorm, a token's vector is .* long on average .* Each head's attention spreads over about/);
+  const span = (xs) => [Math.min(...xs), Math.max(...xs)];
+  const [lenLo, lenHi] = span(cli.layers.map((l) => l.residual_norm));
+  const [entLo, entHi] = span(cli.layers.flatMap((l) => l.heads.map((h) => h.entropy)));
+  const said = numbers(words);
+  for (const want of [lenLo, lenHi, 8, Math.exp(entLo), Math.exp(entHi), entLo, entHi]) {
+    assert.ok(said.some((n) => Math.abs(n - want) <= 0.051), `${want} in "${words}"`);
+  }
+  const cliText = execFileSync(LAB_BIN, ['inspect', '--model', FIXTURE_DIR, '--text', MODEL_TEXT], { encoding: 'utf8' });
+  const cliWords = cliText.split('\n').find((l) => l.startsWith('Before each'));
+  assert.ok(cliWords, cliText);
+  numbers(cliWords).forEach((n, i) => assert.ok(Math.abs(n - said[i]) <= 0.051, `number ${i}: ${n} natively, ${said[i]} in the page`));
+  assert.equal(await page.$$eval('#model-layers-key dt', (d) => d.length), 5, 'every column explained');
   // The same reading through the JS API, in the browser's worker (wasm), against the native numbers.
   const sameAsNative = (web, on) => {
     assert.deepEqual(web.tokens, cli.tokens);

@@ -10,7 +10,7 @@ use crate::lab::hub;
 use crate::lab::real_model::{self, Mode};
 use crate::lab::Lab;
 use crate::views::model_writing::ModelWriting;
-use crate::views::panel::{column_heads, verdict_line};
+use crate::views::panel::{column_heads, verdict_line, Explain};
 // Spaces made visible in a BPE piece (GPT-2's pieces carry their leading space).
 use crate::views::token_style::glyph as shown;
 
@@ -165,6 +165,13 @@ pub fn ModelPanel(lab: Lab) -> impl IntoView {
                     m.opened.with(|o| o.as_ref().map_or("A real model".to_string(), |o| format!("A real model: {}", o.family)))
                 }}
             </h2>
+            <Explain>
+                "A trained transformer reads your text as tokens (pieces of words). Each layer adds to every \
+                 token's vector, then a norm pulls it back onto a sphere: the dots on the ball. Each head's \
+                 attention is a table of who looks at whom, and every row adds up to 1, so it is a random walk \
+                 among the tokens. The numbers below measure how close this comes to the papers' picture: \
+                 tokens on a sphere, attention as a Gaussian kernel, depth as time in a Brownian motion."
+            </Explain>
             <p class="caption model-intro">
                 "A model as Hugging Face keeps it (config.json, model.safetensors and tokenizer.json): GPT-2, \
                  Pythia (GPT-NeoX), SmolLM2 or TinyLlama (Llama), Qwen2. Fetch it by its id (add @ and a revision, \
@@ -265,6 +272,9 @@ pub fn ModelPanel(lab: Lab) -> impl IntoView {
                 {verdict_line("model-kernel".into(), panels_verdict(|v| v.kernel.clone()))}
                 {verdict_line("model-brownian".into(), panels_verdict(|v| v.brownian.clone()))}
                 {verdict_line("model-flow".into(), panels_verdict(|v| v.flow.clone()))}
+                <p id="model-words">
+                    {move || m.reading.with(|r| r.as_ref().map(engine::lenses::words::in_words))}
+                </p>
                 <table id="model-layers">
                     <caption>
                         "Every layer: the stream's length before LayerNorm, how close LayerNorm puts each token to \
@@ -274,6 +284,18 @@ pub fn ModelPanel(lab: Lab) -> impl IntoView {
                     {column_heads(&["layer", "|x|", "off the sphere", "after the gain", "entropy", "kernel TV"])}
                     <tbody>{rows}</tbody>
                 </table>
+                <dl id="model-layers-key" class="key">
+                    <dt>"|x|"</dt>
+                    <dd>"how long a token's vector is, on average, just before the layer's norm"</dd>
+                    <dt>"off the sphere"</dt>
+                    <dd>"after the norm, how far the farthest token is from the sphere, as a fraction of its radius (1e-5: one part in 100,000)"</dd>
+                    <dt>"after the gain"</dt>
+                    <dd>"how far the norm's own scale and shift then move the tokens off the sphere, on average"</dd>
+                    <dt>"entropy"</dt>
+                    <dd>"how spread out each head's attention is, in nats: 0 looks at one token, ln n at all n equally; the mean over heads, and lowest to highest"</dd>
+                    <dt>"kernel TV"</dt>
+                    <dd>"how different each head's attention is from a Gaussian kernel on the sphere: 0 the same, 1 nothing in common"</dd>
+                </dl>
                 <div class="row">
                     <button id="model-download-json" type="button" class="small" on:click=move |_| real_model::download_reading(lab, false)>
                         "Download reading (JSON)"

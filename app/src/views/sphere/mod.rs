@@ -118,6 +118,14 @@ pub fn SphereView(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
             (0..=s.layers).map(|d| s.points(d, 0).get(i).copied()).collect::<Option<Vec<_>>>()
         })
     });
+    // A real model's arcs are those of the layer the depth slider is at (the final norm: the last).
+    Effect::new(move |_| {
+        let d = depth.get();
+        if lab.real.mode.get() == Mode::Model {
+            let last = lab.panels.with_untracked(|s| s.as_ref().map_or(0, |s| s.layers.saturating_sub(1)));
+            lab.view.chain.layer.set(d.min(last));
+        }
+    });
     let paths = Memo::new(move |_| {
         let i = lab.view.selected.get()?;
         chain.with(|c| {

@@ -160,6 +160,7 @@ fn print(r: &Inspection, m: &Pretrained) {
     );
     let shown: Vec<String> = r.pieces.iter().map(|p| format!("[{}]", p.replace(' ', "\u{2423}"))).collect();
     println!("{} tokens: {}", r.tokens.len(), shown.join(""));
+    println!("\n{}", inspect::words::in_words(r));
     println!("\nlayer  |x| before LN  radius after LN (sqrt C = {:.2})  off the sphere after the gain  entropy per head (nats)  kernel TV per head", (cfg.d_model as f64).sqrt());
     for l in &r.layers {
         let ent: Vec<String> = l.heads.iter().map(|h| format!("{:.2}", h.entropy)).collect();
