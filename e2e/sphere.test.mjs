@@ -21,7 +21,10 @@ test('the sphere and the chain: labels, arcs = the engine attention row, great-c
   const nums = (s) => (s ? s.split(',').map(Number) : []);
   const tokens = Number(await data('points'));
   assert.equal(tokens, 32, 'one point per probe token');
-  assert.equal(Number(await data('labels')), tokens, 'a label for every token');
+  // Labels where they fit, none covering another (the rest are named on hover: model-student.test.mjs).
+  const labelled = nums(await data('labelled'));
+  assert.equal(Number(await data('labels')), labelled.length);
+  assert.ok(labelled.length >= tokens / 2 && labelled.length <= tokens, `${labelled.length} of ${tokens} tokens labelled`);
   assert.match(await textOf(page, '#sphere-legend'), /vowel.*consonant.*␣ space, ↵ newline/s, 'the legend names the colours and glyphs');
   await page.selectOption('#color-by', 'position');
   assert.match(await textOf(page, '#sphere-legend'), /position 0\s+31/, 'colour by position has its legend too');

@@ -4,7 +4,7 @@
 //! typed arrays, whose buffers are transferred rather than copied.
 
 use engine::data::baseline::BaselineLoss;
-use engine::lenses::{DepthFit, Inspection};
+use engine::lenses::{Comparison, DepthFit, Inspection};
 use engine::sample::{Sample, SampleSpec};
 use engine::session::bench::{BenchResult, BenchSpec};
 use engine::session::{BackendChoice, DiagPoint, Experiment, Metrics, Panels, Writing, Written};
@@ -107,6 +107,12 @@ pub enum Command {
     /// The opened model reads `text`: answered by `Event::Reading` with the same `id`.
     Read {
         text: String,
+        id: u64,
+    },
+    /// The opened model reads two texts and compares them: answered by `Event::Compared` with the
+    /// same `id`.
+    Compare {
+        texts: [String; 2],
         id: u64,
     },
     /// What the opened model writes: answered by `Event::Samples` with the same `id`.
@@ -290,6 +296,11 @@ pub enum Event {
     Depth {
         id: u64,
         depth: Box<DepthFit>,
+    },
+    /// The answer to `Command::Compare`.
+    Compared {
+        id: u64,
+        result: Result<Box<Comparison>, String>,
     },
     /// The shards of a `Command::Shard`, with their scored tokens; each one's gradient and target
     /// probabilities are bulk arrays 2i and 2i + 1.

@@ -114,6 +114,7 @@ impl Lab {
             Event::Opened { id, open, error } => super::real_model::on_opened(self, id, open, error),
             Event::Reading { id, result } => super::real_model::on_reading(self, id, result, &bulk),
             Event::Depth { id, depth } => super::real_model::on_depth(self, id, *depth),
+            Event::Compared { id, result } => super::comparing::on_compared(self, id, result),
             Event::Samples { id, result } if id >= super::real_model::MODEL_IDS => {
                 super::real_model::on_samples(self, id, result)
             }

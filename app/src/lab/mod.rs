@@ -13,6 +13,7 @@
 pub mod address;
 pub mod backend;
 mod client;
+pub mod comparing;
 pub mod estimate;
 mod events;
 pub mod export;

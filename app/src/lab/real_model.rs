@@ -15,6 +15,7 @@ use leptos::prelude::*;
 use wasm_bindgen::JsValue;
 use wasm_bindgen_futures::JsFuture;
 
+use super::comparing::Comparing;
 use super::hub::{self, Got};
 use super::{model_worker, Lab};
 use common::protocol::{self, Command, OpenedModel};
@@ -61,6 +62,8 @@ pub struct RealModel {
     pub reading: RwSignal<Option<Inspection>>,
     pub written: RwSignal<Option<Sample>>,
     pub drawing: Drawing,
+    /// A second text read beside the first.
+    pub comparing: Comparing,
     pub text: RwSignal<String>,
     pub hub_id: RwSignal<String>,
     /// Where the open model's files came from ("huggingface.co", "your files").
@@ -97,6 +100,7 @@ impl RealModel {
                 top_p: RwSignal::new(1.0),
                 seed: RwSignal::new(0),
             },
+            comparing: Comparing::new(),
             text: RwSignal::new("The Brownian motion in the transformer model: tokens walk on the sphere.".into()),
             hub_id: RwSignal::new("openai-community/gpt2".into()),
             source: RwSignal::new(None),
@@ -110,7 +114,7 @@ impl RealModel {
         }
     }
 
-    fn id(self) -> u64 {
+    pub(super) fn id(self) -> u64 {
         let id = self.next_id.get_untracked();
         self.next_id.set(id + 1);
         id
@@ -118,7 +122,7 @@ impl RealModel {
 
     /// Says what an answer to read or write request `id` leaves the model busy with, unless a
     /// later request or an opening under way has the word.
-    fn busy_after(self, id: u64, busy: Option<String>) {
+    pub(super) fn busy_after(self, id: u64, busy: Option<String>) {
         let last = id + 1 == self.next_id.get_untracked();
         if last && self.settled.get_value() == self.opening.get_value() {
             self.busy.set(busy);
@@ -478,6 +482,7 @@ pub fn on_opened(lab: Lab, n: u64, open: Option<OpenedModel>, error: Option<Stri
     if open.is_none() || (error.is_none() && !last) {
         m.reading.set(None);
         m.written.set(None);
+        m.comparing.clear();
         if m.mode.get_untracked() == Mode::Model {
             lab.panels.set(None);
         }

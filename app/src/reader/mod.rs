@@ -44,6 +44,7 @@ impl Reader {
             match cmd {
                 Command::OpenModel { name, files, id } => self.open_model(name, &files, &bulk, id),
                 Command::Read { text, id } => self.read(&text, id).await,
+                Command::Compare { texts, id } => self.compare(&texts, id),
                 Command::SampleModel { spec, id } => self.sample_model(&spec, id),
                 Command::SetBackend { choice } => {
                     self.backend = choice;

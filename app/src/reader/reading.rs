@@ -119,6 +119,20 @@ impl Reader {
         self.post(Event::Depth { id, depth: Box::new(reading.fit_depth(p)) });
     }
 
+    /// Reads both texts on the CPU and compares them (the lenses are measured on the CPU anyway,
+    /// and two passes of a small model take about a second).
+    pub(super) fn compare(&self, texts: &[String; 2], id: u64) {
+        let result = match self.pretrained.as_ref() {
+            Some(p) => lenses::read(p, &texts[0], MODEL_BUDGET)
+                .and_then(|a| lenses::read(p, &texts[1], MODEL_BUDGET).map(|b| (a, b)))
+                .and_then(|(a, b)| lenses::compare(p, &a, &b))
+                .map(Box::new)
+                .map_err(|e| e.to_string()),
+            None => Err("open a model first".into()),
+        };
+        self.post(Event::Compared { id, result });
+    }
+
     pub(super) fn sample_model(&mut self, spec: &SampleSpec, id: u64) {
         let result = match self.pretrained.as_ref() {
             Some(p) => p

@@ -16,6 +16,7 @@ pub mod header;
 pub mod heatmap;
 pub mod lead;
 pub mod model;
+pub mod model_compare;
 pub mod model_file;
 pub mod model_writing;
 pub mod panel;

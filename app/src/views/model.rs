@@ -9,10 +9,30 @@ use crate::lab::backend::reading_place;
 use crate::lab::hub;
 use crate::lab::real_model::{self, Mode};
 use crate::lab::Lab;
+use crate::views::model_compare::ModelCompare;
 use crate::views::model_writing::ModelWriting;
-use crate::views::panel::{column_heads, verdict_line, Explain};
+use crate::views::panel::{verdict_line, Explain};
 // Spaces made visible in a BPE piece (GPT-2's pieces carry their leading space).
 use crate::views::token_style::glyph as shown;
+
+/// The layer table's columns, and each one in words (the key under it and the heads' hover).
+const LAYER_COLUMNS: [&str; 6] = ["layer", "|x|", "off the sphere", "after the gain", "entropy", "kernel TV"];
+const LAYER_KEY: [&str; 6] = [
+    "0 is the first block's norm; final is the norm after the last block",
+    "how long a token's vector is, on average, just before the layer's norm",
+    "after the norm, how far the farthest token is from the sphere, as a fraction of its radius (1e-5: one part in 100,000)",
+    "how far the norm's own scale and shift then move the tokens off the sphere, on average",
+    "how spread out each head's attention is, in nats: 0 looks at one token, ln n at all n equally; the mean over heads, and lowest to highest",
+    "how different each head's attention is from a Gaussian kernel on the sphere (total variation): 0 the same, 1 nothing in common",
+];
+/// The depth verdicts' symbols in words.
+const DEPTH_KEY: [(&str, &str); 5] = [
+    ("R²", "how much of the tokens' motion a steady drift explains: 1 all of it, 0 no more than no drift, below 0 worse"),
+    ("KS", "the largest gap between two distributions of angles (Kolmogorov-Smirnov); above the 5% critical value, chance alone rarely makes such a gap"),
+    ("D", "the diffusion constant: how fast random steps would spread the tokens, per layer"),
+    ("β", "the particles' inverse temperature: how sharply attention pulls each token towards the ones it looks at"),
+    ("flow time", "how much of the particles' own time one layer stands for"),
+];
 
 /// The header's switch between the page's two modes: one button, for the mode not shown.
 #[component]
@@ -269,40 +289,89 @@ pub fn ModelPanel(lab: Lab) -> impl IntoView {
                             }
                         })
                 }}
-                {verdict_line("model-kernel".into(), panels_verdict(|v| v.kernel.clone()))}
-                {verdict_line("model-brownian".into(), panels_verdict(|v| v.brownian.clone()))}
-                {verdict_line("model-flow".into(), panels_verdict(|v| v.flow.clone()))}
-                <p id="model-words">
-                    {move || m.reading.with(|r| r.as_ref().map(engine::lenses::words::in_words))}
-                </p>
-                <table id="model-layers">
-                    <caption>
-                        "Every layer: the stream's length before LayerNorm, how close LayerNorm puts each token to \
-                         the sphere (largest relative error), how far the gain then moves them, and per head the \
-                         attention's entropy (nats) and its distance to the Gaussian kernel (mean, lowest-highest)"
-                    </caption>
-                    {column_heads(&["layer", "|x|", "off the sphere", "after the gain", "entropy", "kernel TV"])}
-                    <tbody>{rows}</tbody>
-                </table>
-                <dl id="model-layers-key" class="key">
-                    <dt>"|x|"</dt>
-                    <dd>"how long a token's vector is, on average, just before the layer's norm"</dd>
-                    <dt>"off the sphere"</dt>
-                    <dd>"after the norm, how far the farthest token is from the sphere, as a fraction of its radius (1e-5: one part in 100,000)"</dd>
-                    <dt>"after the gain"</dt>
-                    <dd>"how far the norm's own scale and shift then move the tokens off the sphere, on average"</dd>
-                    <dt>"entropy"</dt>
-                    <dd>"how spread out each head's attention is, in nats: 0 looks at one token, ln n at all n equally; the mean over heads, and lowest to highest"</dd>
-                    <dt>"kernel TV"</dt>
-                    <dd>"how different each head's attention is from a Gaussian kernel on the sphere: 0 the same, 1 nothing in common"</dd>
-                </dl>
-                <div class="row">
-                    <button id="model-download-json" type="button" class="small" on:click=move |_| real_model::download_reading(lab, false)>
-                        "Download reading (JSON)"
-                    </button>
-                    <button id="model-download-csv" type="button" class="small" on:click=move |_| real_model::download_reading(lab, true)>
-                        "Layer table (CSV)"
-                    </button>
+                <div class="model-blocks">
+                <div id="model-layers-block" class="model-block">
+                    <h3>"Layer by layer: the sphere and the heads"</h3>
+                    <p id="model-words">
+                        {move || m.reading.with(|r| r.as_ref().map(engine::lenses::words::in_words))}
+                    </p>
+                    <table id="model-layers" class="model-table">
+                        <caption>
+                            "Every layer: the stream's length before the norm, how close the norm puts each token to \
+                             the sphere (largest relative error), how far the gain then moves them, and per head the \
+                             attention's entropy (nats) and its distance to the Gaussian kernel (mean, lowest-highest)"
+                        </caption>
+                        <thead>
+                            <tr>
+                                {LAYER_COLUMNS
+                                    .iter()
+                                    .zip(LAYER_KEY)
+                                    .map(|(name, words)| view! { <th scope="col" title=words>{*name}</th> })
+                                    .collect_view()}
+                            </tr>
+                        </thead>
+                        <tbody>{rows}</tbody>
+                    </table>
+                    <dl id="model-layers-key" class="key">
+                        {LAYER_COLUMNS
+                            .iter()
+                            .zip(LAYER_KEY)
+                            .skip(1)
+                            .map(|(name, words)| view! { <dt>{*name}</dt> <dd>{words}</dd> })
+                            .collect_view()}
+                    </dl>
+                    <Explain>
+                        "Every layer starts with a norm: LayerNorm takes away each token's mean and divides by its \
+                         spread, RMSNorm only divides, and either way the token lands on a sphere of radius √d. \
+                         The table says how long the vectors grew before that, how exactly they land, and how far the \
+                         norm's learned gain moves them off again; then how each head spreads its attention."
+                    </Explain>
+                    <div class="row">
+                        <button id="model-download-json" type="button" class="small" on:click=move |_| real_model::download_reading(lab, false)>
+                            "Download reading (JSON)"
+                        </button>
+                        <button id="model-download-csv" type="button" class="small" on:click=move |_| real_model::download_reading(lab, true)>
+                            "Layer table (CSV)"
+                        </button>
+                    </div>
+                </div>
+                <div id="model-kernel-block" class="model-block">
+                    <h3>"Attention as a kernel on the sphere"</h3>
+                    <p id="model-kernel-words">
+                        {move || m.reading.with(|r| r.as_ref().and_then(engine::lenses::words::kernel_in_words))}
+                    </p>
+                    {verdict_line("model-kernel".into(), panels_verdict(|v| v.kernel.clone()))}
+                    <dl class="key">
+                        <dt>"Gaussian kernel"</dt>
+                        <dd>"a weight that falls off with the distance between two points on the sphere, like a bell curve"</dd>
+                        <dt>"total variation"</dt>
+                        <dd>"the share of attention two tables place differently: 0 the same, 1 nothing in common"</dd>
+                    </dl>
+                    <Explain>
+                        "Softmax attention weighs key j by e to the power q·k_j/√d. On the sphere, q·k = (|q|² + |k|² - |q - k|²)/2, \
+                         so the weight is a bell curve in the distance |q - k|, times a factor for the key's own length. \
+                         When all keys have the same length the factor cancels in each row and attention is exactly \
+                         the Gaussian kernel: the Brownian paper's starting point."
+                    </Explain>
+                </div>
+                <div id="model-depth-block" class="model-block">
+                    <h3>"Depth as time: Brownian motion or particles?"</h3>
+                    <p id="model-depth-words">
+                        {move || m.reading.with(|r| r.as_ref().and_then(|r| engine::lenses::words::depth_in_words(&r.depth)))}
+                    </p>
+                    {verdict_line("model-brownian".into(), panels_verdict(|v| v.brownian.clone()))}
+                    {verdict_line("model-flow".into(), panels_verdict(|v| v.flow.clone()))}
+                    <dl class="key">
+                        {DEPTH_KEY.iter().map(|(name, words)| view! { <dt>{*name}</dt> <dd>{*words}</dd> }).collect_view()}
+                    </dl>
+                    <Explain>
+                        "Each token's place on the sphere after every layer is a path, as if the layers were moments \
+                         of time. Brownian motion (random steps) makes the mean cosine between a token and its start \
+                         decay steadily; attention as interacting particles pulls the tokens together instead. Both \
+                         are fitted to the same two curves, and the one that misses them by less comes closer."
+                    </Explain>
+                </div>
+                <ModelCompare lab=lab />
                 </div>
             </Show>
         </section>

@@ -250,7 +250,10 @@ impl Worker {
             Command::ProbeAdapter => self.probe_adapter().await,
             Command::Bench { spec } => self.bench(spec).await,
             Command::Shard { model, batch, from, to } => self.shard(*model, batch, from..to, &bulk),
-            Command::OpenModel { .. } | Command::Read { .. } | Command::SampleModel { .. } => {
+            Command::OpenModel { .. }
+            | Command::Read { .. }
+            | Command::Compare { .. }
+            | Command::SampleModel { .. } => {
                 self.error("a real model opens in the model worker, not the training worker".into())
             }
         }

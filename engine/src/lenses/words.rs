@@ -1,7 +1,7 @@
 //! A reading in plain words: one sentence a student can follow, with the numbers the table holds,
 //! for the page's model panel and `lab inspect`'s text output alike.
 
-use super::Inspection;
+use super::{Comparison, DepthFit, Inspection};
 
 /// "Before each layer …": how long the tokens' vectors grow, how the norm brings them back to the
 /// sphere, how far the gain moves them off it, and over how many tokens attention spreads
@@ -30,4 +30,135 @@ pub fn in_words(r: &Inspection) -> String {
         );
     }
     out
+}
+
+/// "The texts part at token …": where the two texts differ, that the tokens before it stay put
+/// (each token sees only the ones before it), how far the shared tokens after it move at the
+/// first layer and the last, the head whose entropy changes most, and what each text leads the
+/// model to expect next.
+pub fn compare_in_words(c: &Comparison) -> String {
+    let [a, b] = &c.pieces;
+    let k = c.first_change;
+    let mut out = match (a.get(k), b.get(k)) {
+        (Some(x), Some(y)) => format!("The texts part at token {}: \"{x}\" against \"{y}\".", k + 1),
+        _ if a.len() == b.len() => "The two texts are the same tokens.".to_string(),
+        _ => format!("One text is the other's first {k} tokens and more."),
+    };
+    if k > 0 {
+        out += &format!(
+            " The {k} token{} before it {} at exactly the same place on the sphere in both, at every layer: a token \
+             sees only the tokens before it.",
+            if k == 1 { "" } else { "s" },
+            if k == 1 { "stays" } else { "stay" }
+        );
+    }
+    let after = c.shared.iter().filter(|(i, _)| *i >= k).count();
+    if let (Some(first), Some(last)) = (c.layers.first(), c.layers.last()) {
+        if after > 0 {
+            out += &format!(
+                " The {after} shared token{} after it move by {:.1}° on average at layer 0 and {:.1}° at the last \
+                 norm (the most any moves at one layer: {:.1}°).",
+                if after == 1 { "" } else { "s" },
+                first.mean_angle,
+                last.mean_angle,
+                c.layers.iter().map(|l| l.max_angle).fold(0.0, f64::max)
+            );
+        }
+    }
+    let change = c
+        .layers
+        .iter()
+        .filter_map(|l| l.most_changed_head().map(|(h, d)| (l.layer, h, d)))
+        .max_by(|x, y| x.2.abs().total_cmp(&y.2.abs()));
+    if let Some((l, h, d)) = change {
+        out += &format!(
+            " The head whose attention changes most is layer {l}'s head {h}: its entropy {} by {:.2} nats.",
+            if d >= 0.0 { "rises" } else { "falls" },
+            d.abs()
+        );
+    }
+    if let (Some(x), Some(y)) = (c.next[0].first(), c.next[1].first()) {
+        out += &format!(
+            " Next, the first text leads it to expect \"{}\" ({:.0}%), the second \"{}\" ({:.0}%).",
+            x.0,
+            100.0 * x.1,
+            y.0,
+            100.0 * y.1
+        );
+    }
+    out
+}
+
+/// "Attention weighs each key by …": how far each head's attention is from the Gaussian kernel on
+/// the sphere, as the share of attention the two place differently (total variation).
+pub fn kernel_in_words(r: &Inspection) -> Option<String> {
+    let tv: Vec<f64> = r.layers.iter().flat_map(|l| l.heads.iter().map(|h| h.kernel_tv_mean)).collect();
+    if tv.is_empty() {
+        return None;
+    }
+    let mean = tv.iter().sum::<f64>() / tv.len() as f64;
+    let (lo, hi) = tv.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &x| (lo.min(x), hi.max(x)));
+    Some(format!(
+        "If every key had the same length, a head's attention would be a Gaussian kernel: a weight that falls with \
+         the distance between the query and the key on the sphere. Here a head's attention and its kernel place \
+         {:.0}% of the attention differently on average ({:.0}% to {:.0}% over the {} heads): the keys' lengths differ.",
+        100.0 * mean,
+        100.0 * lo,
+        100.0 * hi,
+        tv.len()
+    ))
+}
+
+/// "Read the layers as time …": the depth fits in words, with R², the KS distance against what
+/// chance allows, and which of Brownian motion and the particles' flow comes closer.
+pub fn depth_in_words(d: &DepthFit) -> Option<String> {
+    let b = d.brownian.as_ref()?;
+    let steady = if !b.r_squared.is_finite() {
+        "there are too few layers to say whether they drift steadily".to_string()
+    } else if b.r_squared < 0.0 {
+        format!("a steady drift explains their motion worse than no drift at all (R² = {:.2})", b.r_squared)
+    } else {
+        format!("a steady drift explains {:.0}% of their motion (R² = {:.2})", 100.0 * b.r_squared, b.r_squared)
+    };
+    let spread = format!(
+        "their angles from the start are spread {} random walkers' (KS = {:.2}; chance alone gives up to {:.2})",
+        if b.ks <= b.ks_critical { "like" } else { "unlike" },
+        b.ks,
+        b.ks_critical
+    );
+    let mut out = format!(
+        "Read the layers as time, one tick per layer. If each layer moved the tokens by random steps (Brownian \
+         motion), they would drift away from where they started at a steady pace. Here {steady}, and {spread}."
+    );
+    if let Some(f) = &d.flow {
+        out += &format!(
+            " Attention pulling the tokens towards each other (the particles' flow) {} Brownian motion: its curves \
+             miss by {:.3} against {:.3}.",
+            if f.rmse_particles < f.rmse_brownian { "comes closer than" } else { "comes no closer than" },
+            f.rmse_particles,
+            f.rmse_brownian
+        );
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::session::{Brownian, Flow};
+
+    #[test]
+    fn the_depth_sentence_carries_the_fits_numbers() {
+        let b = Brownian { r_squared: 0.8123, ks: 0.31, ks_critical: 0.24, ..Brownian::default() };
+        let f = Flow { rmse_particles: 0.0412, rmse_brownian: 0.0877, ..Flow::default() };
+        let d = DepthFit { brownian: Some(b.clone()), flow: Some(f), ..DepthFit::default() };
+        let s = depth_in_words(&d).unwrap();
+        assert!(s.contains("a steady drift explains 81% of their motion (R² = 0.81)"), "{s}");
+        assert!(s.contains("spread unlike random walkers' (KS = 0.31; chance alone gives up to 0.24)"), "{s}");
+        assert!(s.contains("comes closer than Brownian motion: its curves miss by 0.041 against 0.088"), "{s}");
+        let worse = DepthFit { brownian: Some(Brownian { r_squared: -2.19, ks: 0.1, ..b }), ..DepthFit::default() };
+        let s = depth_in_words(&worse).unwrap();
+        assert!(s.contains("worse than no drift at all (R² = -2.19)") && s.contains("spread like random"), "{s}");
+        assert_eq!(depth_in_words(&DepthFit::default()), None);
+    }
 }

@@ -45,6 +45,8 @@ pub struct Scene<'a> {
     pub depth_path: &'a [[f64; 3]],
     /// The selected token's random walkers, where they are now.
     pub walkers: &'a [[f64; 3]],
+    /// The token under the pointer: its label is drawn whatever it covers.
+    pub hovered: Option<usize>,
     pub caption: String,
     pub yaw: f64,
     pub pitch: f64,
@@ -164,6 +166,9 @@ pub fn draw(
         // The words drawn, for a screen reader and the tests.
         let _ = canvas.set_attribute("data-empty", empty);
         let _ = canvas.set_attribute("data-path", "0");
+        for (name, value) in [("data-labels", "0"), ("data-labelled", ""), ("data-label-boxes", "")] {
+            let _ = canvas.set_attribute(name, value);
+        }
         ctx.set_fill_style_str(fg);
         let text = canvas_text::px() * 1.25;
         canvas_text::report(canvas, text);
@@ -266,14 +271,21 @@ pub fn draw(
     // Labels at the page's canvas text size (`canvas_text`), larger on a large view.
     let text = canvas_text::px() * view_scale(size).max(1.0);
     canvas_text::report(canvas, canvas_text::px());
-    drawn.labels = labels(&ctx, s, &order, text, view_scale(size), (fg, muted, bg));
+    let placed = labels(&ctx, s, &order, text, view_scale(size), (fg, muted, bg));
+    drawn.labels = placed.len();
     // The caption at the page's size, shortened to the view's width.
     let caption_px = canvas_text::px();
     ctx.set_fill_style_str(fg);
     ctx.set_font(&format!("{caption_px}px sans-serif"));
     let _ = ctx.fill_text_with_max_width(&s.caption, 8.0, 4.0 + caption_px, size - 16.0);
-    // Set here, not as the element's attribute: the canvas holds as many as the view allows.
+    // Set here, not as the element's attributes: the canvas holds as many as the view allows.
     let _ = canvas.set_attribute("data-path", &drawn.path.to_string());
+    let _ = canvas.set_attribute("data-labels", &drawn.labels.to_string());
+    // Which tokens have a label, and where (x, y, width, height in CSS px): none overlap.
+    let list = |v: Vec<String>| v.join(",");
+    let _ = canvas.set_attribute("data-labelled", &list(placed.iter().map(|p| p.0.to_string()).collect()));
+    let boxes = placed.iter().flat_map(|p| [p.1 .0, p.1 .1, p.1 .2, p.1 .3]).map(|x| format!("{x:.1}")).collect();
+    let _ = canvas.set_attribute("data-label-boxes", &list(boxes));
     Ok(drawn)
 }
 
@@ -332,9 +344,11 @@ fn path(ctx: &CanvasRenderingContext2d, f: &Frame, points: &[[f64; 3]], alpha: f
     ctx.set_global_alpha(1.0);
 }
 
-/// A label for every token, nearest first: each takes the first of eight spots around its point
-/// that covers no label placed before it (the first spot when all are taken). Near labels are
-/// larger and in the text colour, far ones smaller and muted; a halo keeps them readable on trails.
+/// A label per token, the selected and the hovered token's first, then nearest first: each takes
+/// the first of eight spots around its point that covers no label placed before it; a label with
+/// no free spot is left out (hovering its dot shows it), but the selected and hovered ones are
+/// always drawn. Near labels are larger and in the text colour, far ones smaller and muted; a
+/// halo keeps them readable on trails.
 fn labels(
     ctx: &CanvasRenderingContext2d,
     s: &Scene,
@@ -342,14 +356,16 @@ fn labels(
     text_px: f64,
     scale: f64,
     (fg, muted, bg): (&str, &str, &str),
-) -> usize {
-    let mut placed: Vec<(f64, f64, f64, f64)> = Vec::new();
+) -> Vec<(usize, (f64, f64, f64, f64))> {
+    let mut placed: Vec<(usize, (f64, f64, f64, f64))> = Vec::new();
     let overlaps = |r: &(f64, f64, f64, f64), q: &(f64, f64, f64, f64)| {
         r.0 < q.0 + q.2 && q.0 < r.0 + r.2 && r.1 < q.1 + q.3 && q.1 < r.1 + r.3
     };
     ctx.set_line_join("round");
-    let mut count = 0;
-    for (i, (x, y, z)) in order.iter().rev() {
+    let always = [s.chain.map(|c| c.0), s.hovered];
+    let first = order.iter().filter(|(i, _)| always.contains(&Some(*i)));
+    let rest = order.iter().rev().filter(|(i, _)| !always.contains(&Some(*i)));
+    for (i, (x, y, z)) in first.chain(rest) {
         let Some(text) = s.labels.get(*i) else { continue };
         let near = *z >= 0.0;
         let px = text_px * if near { 1.25 } else { 1.0 };
@@ -367,15 +383,18 @@ fn labels(
             (-w - d - 6.0, h / 2.0 - 2.0),
         ];
         let rect = |(dx, dy): (f64, f64)| (x + dx, y + dy - h, w, h);
-        let spot =
-            spots.iter().map(|&o| rect(o)).find(|r| placed.iter().all(|q| !overlaps(r, q))).unwrap_or(rect(spots[0]));
-        placed.push(spot);
+        let free = spots.iter().map(|&o| rect(o)).find(|r| placed.iter().all(|q| !overlaps(r, &q.1)));
+        let spot = match (free, always.contains(&Some(*i))) {
+            (Some(r), _) => r,
+            (None, true) => rect(spots[0]),
+            (None, false) => continue,
+        };
+        placed.push((*i, spot));
         ctx.set_stroke_style_str(bg);
         ctx.set_line_width(3.0);
         let _ = ctx.stroke_text(text, spot.0, spot.1 + h - 2.0);
         ctx.set_fill_style_str(if near { fg } else { muted });
         let _ = ctx.fill_text(text, spot.0, spot.1 + h - 2.0);
-        count += 1;
     }
-    count
+    placed
 }

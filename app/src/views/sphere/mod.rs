@@ -77,9 +77,14 @@ pub fn SphereView(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
     });
     // The training step shown (None: live, the latest).
     let time = RwSignal::new(None::<f64>);
+    // A real model's depth while its walk through the layers plays (None: the slider's).
+    let depth_at = RwSignal::new(None::<f64>);
     let moment = Memo::new(move |_| {
-        let (depth, at) = (depth.get(), time.get());
-        lab.panels.with(|s| s.as_ref().and_then(|s| shown(s, at, depth)))
+        let (depth, at, through) = (depth.get(), time.get(), depth_at.get());
+        lab.panels.with(|s| {
+            let s = s.as_ref()?;
+            through.map_or_else(|| shown(s, at, depth), |d| replay::through_depth(s, d))
+        })
     });
     // A new run (or a rollback) goes back in steps: show it live.
     Effect::new(move |_| {
@@ -163,6 +168,15 @@ pub fn SphereView(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                     _ => playing.set(false),
                 }
             }
+            if let Some(d) = depth_at.get_untracked() {
+                let layers = lab.panels.with_untracked(|s| s.as_ref().map_or(0, |s| s.layers));
+                let next = replay::next_depth(d, dt, layers);
+                depth_at.set((next < layers as f64).then_some(next));
+                let shown = (next.floor() as usize).min(layers);
+                if depth.get_untracked() != shown {
+                    depth.set(shown);
+                }
+            }
             if orbit.get_untracked() {
                 lab.view.yaw.update(|y| *y += ORBIT_SPEED * dt);
             }
@@ -191,6 +205,7 @@ pub fn SphereView(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
     };
 
     let drawn = RwSignal::new(Drawn::default());
+    let hovered = RwSignal::new(None::<usize>);
     // The 3-D renderer: Err says why the view draws on the 2-D canvas alone. A software WebGL
     // (a blocklisted GPU) is used only when the visitor asks for it.
     let gl_anyway = RwSignal::new(false);
@@ -297,6 +312,7 @@ pub fn SphereView(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                             chain: row.as_ref().map(|(i, r)| (*i, r.as_slice())),
                             depth_path: &depth_path.get().unwrap_or_default(),
                             walkers: &walkers,
+                            hovered: hovered.get(),
                             caption: caption.unwrap_or_default(),
                             yaw: lab.view.yaw.get(),
                             pitch: lab.view.pitch.get(),
@@ -313,7 +329,7 @@ pub fn SphereView(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
     });
 
     let one_finger = RwSignal::new(false);
-    let grab = pointer::Grab::new(lab, canvas_ref, drawn, one_finger);
+    let grab = pointer::Grab::new(lab, canvas_ref, drawn, one_finger, hovered);
     let count = move || lab.panels.with(|s| s.as_ref().map_or(0, |s| s.context));
     let on_key = move |ev: leptos::ev::KeyboardEvent| {
         let turn = match ev.key().as_str() {
@@ -423,9 +439,28 @@ pub fn SphereView(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                         min="0"
                         max=max_depth
                         prop:value=move || depth.get().to_string()
-                        on:input=move |ev| depth.set(event_target_value(&ev).parse().unwrap_or(0))
+                        on:input=move |ev| {
+                            depth_at.set(None);
+                            depth.set(event_target_value(&ev).parse().unwrap_or(0))
+                        }
                     />
                 </label>
+                <button
+                    id="depth-play"
+                    class="small"
+                    type="button"
+                    title="walk the tokens through every layer, from the first to the last"
+                    aria-pressed=move || depth_at.with(Option::is_some).to_string()
+                    on:click=move |_| {
+                        let playing = depth_at.get_untracked().is_some();
+                        depth_at.set((!playing).then_some(0.0));
+                        if !playing {
+                            depth.set(0);
+                        }
+                    }
+                >
+                    {move || if depth_at.with(Option::is_some) { "Pause" } else { "Play through depth" }}
+                </button>
             </div>
             <div class="row">
                 <label for="sphere-token">
@@ -477,7 +512,6 @@ pub fn SphereView(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                 data-renderer=move || if drawn.with(|d| d.gl) { "webgl2".to_string() } else { renderer_name.get() }
                 data-screen=move || drawn.with(|d| join(d.screen.iter().flat_map(|p| [p.0, p.1, p.2])))
                 data-points=move || drawn.with(|d| d.points)
-                data-labels=move || drawn.with(|d| d.labels)
                 data-ghosts=move || drawn.with(|d| d.ghosts)
                 data-particles=move || drawn.with(|d| d.particles)
                 data-arcs=move || drawn.with(|d| d.arcs)
@@ -490,6 +524,7 @@ pub fn SphereView(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                 on:pointermove=move |ev| grab.moved(&ev)
                 on:pointerup=move |ev| grab.up(&ev)
                 on:pointercancel=move |ev| grab.cancel(&ev)
+                on:pointerleave=move |_| grab.leave()
                 on:keydown=on_key
             ></canvas>
             <div id="sphere-legend" class="legend" aria-label="legend" hidden=move || count() == 0>

@@ -1,6 +1,7 @@
 //! Pointers on the ball. A mouse or pen turns it; on a touch screen one finger scrolls the page
 //! (touch-action: pan-y) and two fingers turn the ball, or one with the "one-finger turn" toggle.
-//! A press that does not move selects the token under it.
+//! A press that does not move selects the token under it; a mouse over a dot names its token
+//! (`hovered`: its label is drawn even where labels crowd).
 
 use leptos::html::Canvas;
 use leptos::prelude::*;
@@ -15,13 +16,28 @@ pub struct Grab {
     canvas: NodeRef<Canvas>,
     drawn: RwSignal<Drawn>,
     one_finger: RwSignal<bool>,
+    hovered: RwSignal<Option<usize>>,
     pointers: StoredValue<Vec<(i32, bool, f64, f64)>>,
     moved: StoredValue<f64>,
 }
 
 impl Grab {
-    pub fn new(lab: Lab, canvas: NodeRef<Canvas>, drawn: RwSignal<Drawn>, one_finger: RwSignal<bool>) -> Self {
-        Grab { lab, canvas, drawn, one_finger, pointers: StoredValue::new(Vec::new()), moved: StoredValue::new(0.0) }
+    pub fn new(
+        lab: Lab,
+        canvas: NodeRef<Canvas>,
+        drawn: RwSignal<Drawn>,
+        one_finger: RwSignal<bool>,
+        hovered: RwSignal<Option<usize>>,
+    ) -> Self {
+        Grab {
+            lab,
+            canvas,
+            drawn,
+            one_finger,
+            hovered,
+            pointers: StoredValue::new(Vec::new()),
+            moved: StoredValue::new(0.0),
+        }
     }
 
     pub fn down(self, ev: &leptos::ev::PointerEvent) {
@@ -47,6 +63,12 @@ impl Grab {
                 _ => None,
             }
         });
+        if turn == Some(None) && ev.pointer_type() != "touch" {
+            let over = self.nearest(ev);
+            if self.hovered.get_untracked() != over {
+                self.hovered.set(over);
+            }
+        }
         if let Some(Some((dx, dy))) = turn {
             self.moved.update_value(|m| *m += dx.abs() + dy.abs());
             self.lab.view.yaw.update(|v| *v += dx * 0.01);
@@ -61,20 +83,28 @@ impl Grab {
             had && p.is_empty()
         });
         if was_down == Some(true) && self.moved.get_value() < 4.0 {
-            let (x, y) = (ev.offset_x() as f64, ev.offset_y() as f64);
-            let nearest = self.drawn.with_untracked(|d| {
-                d.screen
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, (px, py, _))| (px - x).hypot(py - y) < 12.0)
-                    // The dot in front, as the eye sees it.
-                    .max_by(|a, b| a.1 .2.total_cmp(&b.1 .2))
-                    .map(|(i, _)| i)
-            });
+            let nearest = self.nearest(ev);
             if nearest.is_some() {
                 self.lab.view.selected.set(nearest);
             }
         }
+    }
+
+    /// The token whose dot is under the pointer (within 12 px; the one in front, as the eye sees it).
+    fn nearest(self, ev: &leptos::ev::PointerEvent) -> Option<usize> {
+        let (x, y) = (ev.offset_x() as f64, ev.offset_y() as f64);
+        self.drawn.with_untracked(|d| {
+            d.screen
+                .iter()
+                .enumerate()
+                .filter(|(_, (px, py, _))| (px - x).hypot(py - y) < 12.0)
+                .max_by(|a, b| a.1 .2.total_cmp(&b.1 .2))
+                .map(|(i, _)| i)
+        })
+    }
+
+    pub fn leave(self) {
+        self.hovered.set(None);
     }
 
     pub fn cancel(self, ev: &leptos::ev::PointerEvent) {

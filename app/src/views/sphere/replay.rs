@@ -1,6 +1,8 @@
 //! The sphere's moment in training: the cloud at a (fractional) step, between two recorded frames
 //! along the great circles joining them (`science::sphere::slerp`), with the frames before it as
-//! trails; and Play's clock, which replays at the pace control's speed, slow start included.
+//! trails; and Play's clock, which replays at the pace control's speed, slow start included. A
+//! real model's reading plays through depth the same way: layer after layer, the tokens gliding
+//! from one depth to the next.
 
 use common::settings;
 use engine::science::sphere::slerp;
@@ -38,6 +40,33 @@ pub fn shown(snap: &Panels, at: Option<f64>, depth: usize) -> Option<Shown> {
         false => trail.pop()?,
     };
     Some(Shown { step, now, trail })
+}
+
+/// A real model's walk through every depth plays in about this many seconds (at least a second a
+/// layer, so a deep model takes longer).
+const DEPTH_SECONDS: f64 = 8.0;
+
+/// The cloud at the (fractional) depth `at` of the last recorded frame: between two depths along
+/// the great circles joining them, the depths before it as trails.
+pub fn through_depth(snap: &Panels, at: f64) -> Option<Shown> {
+    let frame = snap.frames().checked_sub(1)?;
+    let at = at.clamp(0.0, snap.layers as f64);
+    let k = at.floor() as usize;
+    let first = (k + 1).saturating_sub(TRAIL_LEN);
+    let mut trail: Vec<_> = (first..=k).map(|d| snap.points(d, frame)).collect();
+    let now = match k < snap.layers && at > k as f64 {
+        true => {
+            let next = snap.points(k + 1, frame);
+            trail[trail.len() - 1].iter().zip(&next).map(|(&a, &b)| slerp(a, b, at - k as f64)).collect()
+        }
+        false => trail.pop()?,
+    };
+    Some(Shown { step: snap.steps[frame] as f64, now, trail })
+}
+
+/// The depth `dt` seconds after `at`, over `layers` layers.
+pub fn next_depth(at: f64, dt: f64, layers: usize) -> f64 {
+    at + dt * (layers as f64 / DEPTH_SECONDS).min(1.0)
 }
 
 /// Play's next step after `dt` seconds at `now`, over the recorded `span` of a run of `total`

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use clap::Args;
 use engine::gpu::reader::GpuReader;
 use engine::gpu::{block_on, GpuContext, GpuError};
-use engine::lenses::{self as inspect, Inspection, Read};
+use engine::lenses::{self as inspect, Comparison, Inspection, Read};
 use engine::memory::{self, DEFAULT_BUDGET};
 use engine::pretrained::Pretrained;
 use engine::session::BackendChoice;
@@ -21,6 +21,11 @@ pub struct InspectArgs {
     /// The text the model reads (up to its context, in GPT-2's tokens).
     #[arg(long)]
     text: String,
+    /// A second text to compare with the first, read through the same model: where they part,
+    /// how far each shared token's place on the sphere differs at every layer, each head's
+    /// entropy in both, and the candidates after each (printed instead of the reading).
+    #[arg(long, conflicts_with_all = ["csv", "dump"])]
+    compare: Option<String>,
     /// One JSON object: tokens, pieces, per layer the radius and kernel statistics and entropy per
     /// head, the depth fit with its verdicts, and the next-token candidates.
     #[arg(long)]
@@ -53,6 +58,15 @@ pub fn run(a: InspectArgs) -> Result<(), Error> {
     let dump = a.dump.as_deref().map(|p| Dump::open(p, &Pretrained::inputs(&a.model))).transpose()?;
     let model = Pretrained::open(&a.model, budget)?;
     let read = read(&model, &a.text, budget, a.backend)?;
+    if let Some(second) = &a.compare {
+        let other = self::read(&model, second, budget, a.backend)?;
+        let c = inspect::compare(&model, &read, &other)?;
+        match a.json {
+            true => println!("{}", serde_json::to_string(&c)?),
+            false => print_comparison(&c),
+        }
+        return Ok(());
+    }
     let report = inspect::inspect(&model, &read)?;
     if let Some(d) = dump {
         d.write(&inspect::dump(&model, &read)?)?;
@@ -161,6 +175,9 @@ fn print(r: &Inspection, m: &Pretrained) {
     let shown: Vec<String> = r.pieces.iter().map(|p| format!("[{}]", p.replace(' ', "\u{2423}"))).collect();
     println!("{} tokens: {}", r.tokens.len(), shown.join(""));
     println!("\n{}", inspect::words::in_words(r));
+    if let Some(k) = inspect::words::kernel_in_words(r) {
+        println!("\n{k}");
+    }
     println!("\nlayer  |x| before LN  radius after LN (sqrt C = {:.2})  off the sphere after the gain  entropy per head (nats)  kernel TV per head", (cfg.d_model as f64).sqrt());
     for l in &r.layers {
         let ent: Vec<String> = l.heads.iter().map(|h| format!("{:.2}", h.entropy)).collect();
@@ -177,6 +194,9 @@ fn print(r: &Inspection, m: &Pretrained) {
         );
     }
     println!("\nThrough depth (layers as time):");
+    if let Some(d) = inspect::words::depth_in_words(&r.depth) {
+        println!("{d}");
+    }
     for v in &r.depth.verdicts {
         println!("- {}", v.sentence);
     }
@@ -186,5 +206,20 @@ fn print(r: &Inspection, m: &Pretrained) {
     if let (Some(last), Some(piece)) = (r.next.last(), r.pieces.last()) {
         let c: Vec<String> = last.iter().map(|(t, p)| format!("{t:?} {p:.2}")).collect();
         println!("\nAfter {piece:?} the model expects: {}", c.join(", "));
+    }
+}
+
+fn print_comparison(c: &Comparison) {
+    let shown = |p: &[String]| p.iter().map(|p| format!("[{}]", p.replace(' ', "\u{2423}"))).collect::<String>();
+    println!("{}: two texts", c.model);
+    println!("first:  {}\nsecond: {}", shown(&c.pieces[0]), shown(&c.pieces[1]));
+    println!("\n{}", inspect::words::compare_in_words(c));
+    println!(
+        "\nlayer  shared tokens moved (mean after the change, most, degrees)  entropy per head: first -> second (nats)"
+    );
+    for l in &c.layers {
+        let heads: Vec<String> =
+            l.entropy[0].iter().zip(&l.entropy[1]).map(|(a, b)| format!("{a:.2}->{b:.2}")).collect();
+        println!("{:>5}  {:>27.2} {:>8.2}  {}", l.layer, l.mean_angle, l.max_angle, heads.join(" "));
     }
 }

@@ -1,0 +1,71 @@
+//! Two texts side by side in the model mode: the second text, and the comparison the model worker
+//! answers (`engine::lenses::compare`) for the text box's text and this one.
+
+use engine::lenses::Comparison;
+use leptos::prelude::*;
+
+use super::{model_worker, Lab};
+use common::protocol::Command;
+
+#[derive(Clone, Copy)]
+pub struct Comparing {
+    /// The second text: by default the first with one word changed.
+    pub text: RwSignal<String>,
+    pub result: RwSignal<Option<Comparison>>,
+    pub error: RwSignal<Option<String>>,
+    /// The request whose answer is awaited: an older answer is dropped.
+    waiting: StoredValue<Option<u64>>,
+}
+
+impl Comparing {
+    pub fn new() -> Self {
+        Comparing {
+            text: RwSignal::new("The Brownian motion in the transformer model: tokens dance on the sphere.".into()),
+            result: RwSignal::new(None),
+            error: RwSignal::new(None),
+            waiting: StoredValue::new(None),
+        }
+    }
+
+    /// What was compared belongs to the model before: dropped when another opens.
+    pub fn clear(self) {
+        self.result.set(None);
+        self.error.set(None);
+        self.waiting.set_value(None);
+    }
+}
+
+impl Default for Comparing {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// The opened model reads the text box's text and the second text, and compares them.
+pub fn compare(lab: Lab) {
+    let m = lab.real;
+    if m.opened.with_untracked(Option::is_none) {
+        return m.message.set(Some(Err("open a model first".into())));
+    }
+    let c = m.comparing;
+    let texts = [m.text.get_untracked(), c.text.get_untracked()];
+    let id = m.id();
+    m.busy_after(id, Some("Comparing the two texts".into()));
+    c.waiting.set_value(Some(id));
+    c.error.set(None);
+    model_worker::send(lab, Command::Compare { texts, id }, vec![]);
+}
+
+/// The model worker's comparison for request `id`.
+pub fn on_compared(lab: Lab, id: u64, result: Result<Box<Comparison>, String>) {
+    let (m, c) = (lab.real, lab.real.comparing);
+    m.busy_after(id, None);
+    if c.waiting.get_value() != Some(id) {
+        return;
+    }
+    c.waiting.set_value(None);
+    match result {
+        Ok(r) => c.result.set(Some(*r)),
+        Err(e) => c.error.set(Some(e)),
+    }
+}
