@@ -16,7 +16,8 @@ use super::Inspection;
 use crate::error::{Error, Result};
 use crate::model::Model;
 
-/// Less than this change in a layer's entropy (nats) is no fall and no rise.
+/// Less than this change in a layer's entropy (nats) is no fall and no rise; nor is less than
+/// half the spread over the texts at a checkpoint (the texts then disagree more than it moves).
 pub const MIN_CHANGE: f64 = 0.05;
 
 /// One checkpoint read: its step, where it came from, its weights' hash, and what it measured.
@@ -163,18 +164,22 @@ pub fn history(model: &str, texts: usize, mut checkpoints: Vec<Checkpoint>) -> R
 }
 
 /// Layer `l`'s entropy over the distinct checkpoints: from the first to its lowest, then to the
-/// last; a fall or a rise counts from [`MIN_CHANGE`] nats.
+/// last; a fall or a rise counts from [`MIN_CHANGE`] nats, or half the largest spread over the
+/// texts when that is more.
 fn layer_verdict(l: usize, cs: &[&Checkpoint]) -> LayerVerdict {
     let e: Vec<f64> = cs.iter().map(|c| c.entropy[l]).collect();
     let spread = cs.iter().map(|c| c.spread[l]).fold(0.0, f64::max);
+    let least = MIN_CHANGE.max(spread / 2.0);
     let Some(m) = (0..e.len()).min_by(|&a, &b| e[a].total_cmp(&e[b])) else {
         return LayerVerdict { layer: l, kind: "neither".into(), sentence: format!("Layer {l}: no checkpoint.") };
     };
     let last = e.len() - 1;
     let (fall, rise) = (e[0] - e[m], e[last] - e[m]);
-    let texts = format!(" (the texts differ by up to {spread:.2} nats at one checkpoint)");
+    let texts = format!(
+        " (a change counts from {least:.2} nats; the texts differ by up to {spread:.2} nats at one checkpoint)"
+    );
     let step = |k: usize| cs[k].step;
-    let (kind, words) = match (fall >= MIN_CHANGE, rise >= MIN_CHANGE) {
+    let (kind, words) = match (fall >= least, rise >= least) {
         (true, true) => (
             "falls then rises",
             format!(
@@ -191,21 +196,22 @@ fn layer_verdict(l: usize, cs: &[&Checkpoint]) -> LayerVerdict {
         (true, false) => (
             "only falls",
             format!(
-                "falls by {fall:.2} nats from {:.2} at step {} to {:.2} at step {} and does not rise again (by step {} \
-                 it is {:.2}): sparse, not dense again",
+                "falls by {fall:.2} nats from {:.2} at step {} to {:.2} at step {}{}: sparse, not dense again",
                 e[0],
                 step(0),
                 e[m],
                 step(m),
-                step(last),
-                e[last]
+                match m == last {
+                    true => ", the last checkpoint".to_string(),
+                    false => format!(", and rises by only {rise:.2} after it (by step {} it is {:.2})", step(last), e[last]),
+                }
             ),
         ),
         (false, true) => (
             "only rises",
             format!(
-                "does not fall (its lowest, {:.2} at step {}, is within {MIN_CHANGE} of the start); it rises by {rise:.2} to \
-                 {:.2} at step {}",
+                "does not fall (its lowest, {:.2} at step {}, is within {least:.2} of the start); it rises by {rise:.2} \
+                 to {:.2} at step {}",
                 e[m],
                 step(m),
                 e[last],
@@ -215,7 +221,7 @@ fn layer_verdict(l: usize, cs: &[&Checkpoint]) -> LayerVerdict {
         (false, false) => (
             "neither",
             format!(
-                "stays within {MIN_CHANGE} nats of {:.2} from step {} to step {}: neither sparse nor dense again",
+                "stays within {least:.2} nats of {:.2} from step {} to step {}: neither sparse nor dense again",
                 e[0],
                 step(0),
                 step(last)
@@ -286,10 +292,15 @@ mod tests {
         );
         // Layer 1 ends at its lowest among the distinct checkpoints (the copy at 3000 is left out).
         assert!(
-            h.verdict[1].sentence.contains("does not rise again (by step 2000 it is 1.02)"),
+            h.verdict[1].sentence.contains("rises by only 0.02 after it (by step 2000 it is 1.02)"),
             "{}",
             h.verdict[1].sentence
         );
+        // A fall of 0.1 nats where the texts disagree by 0.4 is no fall.
+        let noisy = |step, hash, e| Checkpoint { spread: vec![0.4], ..at(step, hash, &[e]) };
+        let h = history("m", 2, vec![noisy(0, "a", 1.0), noisy(1, "b", 0.9), noisy(2, "c", 1.0)]).unwrap();
+        assert_eq!(h.verdict[0].kind, "neither", "{}", h.verdict[0].sentence);
+        assert!(h.verdict[0].sentence.contains("a change counts from 0.20 nats"), "{}", h.verdict[0].sentence);
         assert!(history("m", 1, vec![at(5, "a", &[1.0]), at(5, "b", &[1.0])]).is_err());
         assert!(history("m", 1, vec![at(5, "a", &[1.0]), at(6, "b", &[1.0, 2.0])]).is_err());
     }

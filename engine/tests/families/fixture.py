@@ -4,7 +4,7 @@ Hugging Face's exact file layout, with a tokenizer.json of the family's kind, an
 an independent forward pass for each (numpy, float64, written from transformers' definitions:
 modeling_gpt_neox, modeling_llama, modeling_qwen2; not from the lab's engine). No download.
 
-    fixture.py OUT --family gpt_neox|llama|qwen2 [--size tiny|pythia-160m|smollm2-135m] [--reference IDS]
+    fixture.py OUT --family gpt_neox|llama|qwen2 [--size tiny|pythia-160m|smollm2-135m] [--seed N] [--reference IDS]
 
 writes OUT/config.json, OUT/model.safetensors (GPT-NeoX in F16 with its BOOL causal-mask buffers
 and inv_freq, as Pythia's files hold them; Llama in F32; Qwen2 in BF16) and OUT/tokenizer.json
@@ -298,11 +298,12 @@ def main():
     ap.add_argument("--family", choices=sorted(CONFIGS), required=True)
     ap.add_argument("--reference", help="comma-separated token ids")
     ap.add_argument("--size", choices=["tiny"] + sorted(SIZES), default="tiny")
+    ap.add_argument("--seed", type=int, default=2026, help="the weights' seed (another checkpoint)")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     cfg = CONFIGS[args.family]
     cfg.update(SIZES.get(args.size, {}))
-    w = stored(args.family, weights(args.family))
+    w = stored(args.family, weights(args.family, args.seed))
     with open(os.path.join(args.out, "config.json"), "w") as f:
         json.dump(cfg, f, indent=2)
     with open(os.path.join(args.out, "tokenizer.json"), "w", encoding="utf-8") as f:

@@ -2,6 +2,7 @@
 
 mod args;
 mod bench;
+mod history;
 mod inspect;
 mod race;
 mod sample;
@@ -47,6 +48,10 @@ enum Command {
     /// A GPT-2 (Hugging Face's files) reading a text: tokens on the sphere at every layer,
     /// attention as a Markov chain and against the Gaussian kernel, Brownian motion through depth.
     Inspect(inspect::InspectArgs),
+    /// A model's checkpoints along its training (Pythia's revisions) reading the same texts: the
+    /// attention entropy per layer at every step (JoMA: sparse, then dense?), the other lenses,
+    /// identical checkpoints found.
+    History(history::HistoryArgs),
     /// Loss of a checkpoint on a fixed batch; optionally write its gradients as safetensors.
     Eval {
         #[arg(long)]
@@ -386,6 +391,7 @@ fn main() -> ExitCode {
         Command::Train(a) => train(a),
         Command::Sample(a) => sample::run(a),
         Command::Inspect(a) => inspect::run(a),
+        Command::History(a) => history::run(a),
         Command::Gradcheck { json } => gradcheck(json),
         Command::Eval { checkpoint, data, grads, json } => eval(checkpoint, data, grads, json),
         Command::Bench { json, backend, spec: Some(spec), .. } => bench::page_spec(json, backend, &spec),
