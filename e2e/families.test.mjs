@@ -55,3 +55,24 @@ for (const [id, revision, family, block] of [
     assert.deepEqual(problems, [], 'no console errors');
   });
 }
+
+test('a revision kept only as pytorch_model.bin is fetched and read without running its pickle, as its safetensors reads', { timeout: 180_000 }, async (t) => {
+  const { page, problems } = await launch(t, { viewport: { width: 1280, height: 800 } });
+  const requests = [];
+  page.on('request', (r) => requests.push(r.url()));
+  await page.goto(`${PAGE_URL}?hub=${encodeURIComponent(HUB_URL)}`, { waitUntil: 'load' });
+  await waitReady(page);
+  await page.click('#mode-model');
+  // step0 holds config.json, tokenizer.json and torch.save's file of step1000's weights.
+  await page.fill('#hub-id', 'spherewalk/pythia-fixture@step0');
+  await page.click('#hub-fetch');
+  await page.waitForSelector('#model-tokens', { timeout: 120_000 });
+  assert.ok(requests.some((u) => u.endsWith('/resolve/step0/pytorch_model.bin')), 'asked for the .bin after the safetensors');
+  const cli = JSON.parse(execFileSync(LAB_BIN, ['inspect', '--model', join(WWW, 'hub', 'spherewalk', 'pythia-fixture', 'resolve', 'step1000'), '--text', TEXT, '--json'], { encoding: 'utf8' }));
+  const web = await page.evaluate((text) => spherewalk.inspect(text), TEXT);
+  assert.deepEqual(web.tokens, cli.tokens);
+  cli.layers.forEach((l, i) => l.heads.forEach((h, j) => {
+    assert.ok(Math.abs(web.layers[i].heads[j].entropy - h.entropy) <= 1e-4, `layer ${i} head ${j}: ${web.layers[i].heads[j].entropy} from the .bin, ${h.entropy} natively`);
+  }));
+  assert.deepEqual(problems.filter((p) => !/404/.test(p)), [], 'no console errors but the missing safetensors');
+});

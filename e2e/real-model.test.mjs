@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ARTIFACTS, LAB_BIN, launch, textOf, FIXTURE_ID, FIXTURE_DIR, openModel } from './helpers.mjs';
+import { ARTIFACTS, HERE, LAB_BIN, WWW, launch, textOf, FIXTURE_ID, FIXTURE_DIR, openModel } from './helpers.mjs';
 
 const MODEL_TEXT = 'The Brownian motion in the transformer model: tokens walk on the sphere.';
 
@@ -193,12 +193,13 @@ test('a real model: a cancelled download and a refused cache lose nothing, and b
   await page.waitForSelector('#model-tokens', { timeout: 120_000 });
   assert.match(await textOf(page, '#model-message'), /would not keep .*QuotaExceededError|would not keep .*quota/);
 
-  // Files picked from disk: a pickle, and a truncated safetensors, each refused by name.
+  // Files picked from disk: a broken pickle, and a truncated safetensors, each refused by name.
   const config = { name: 'config.json', mimeType: 'application/json', buffer: readFileSync(join(FIXTURE_DIR, 'config.json')) };
-  await page.setInputFiles('#model-files', [config, { name: 'pytorch_model.bin', mimeType: 'application/octet-stream', buffer: Buffer.from('PK\x03\x04') }]);
-  assert.match(await textOf(page, '#model-error'), /PyTorch pickle/);
-  const whole = readFileSync(join(FIXTURE_DIR, 'model.safetensors'));
   const tokenizer = join(FIXTURE_DIR, 'tokenizer.json');
+  const asBuffer = (path, name, mimeType = 'application/json') => ({ name, mimeType, buffer: readFileSync(path) });
+  await page.setInputFiles('#model-files', [config, asBuffer(tokenizer, 'tokenizer.json'), { name: 'pytorch_model.bin', mimeType: 'application/octet-stream', buffer: Buffer.from('PK\x03\x04') }]);
+  await page.waitForFunction(() => /pytorch_model\.bin: not a readable zip/.test(document.getElementById('model-error')?.textContent ?? ''), null, { timeout: 60_000 });
+  const whole = readFileSync(join(FIXTURE_DIR, 'model.safetensors'));
   // Without its tokenizer a model cannot read: the page says which file to add.
   await page.setInputFiles('#model-files', [join(FIXTURE_DIR, 'config.json'), join(FIXTURE_DIR, 'model.safetensors')]);
   await page.waitForFunction(() => /tokenizer is missing: open its tokenizer\.json/.test(document.getElementById('model-error')?.textContent ?? ''), null, { timeout: 60_000 });
@@ -211,5 +212,19 @@ test('a real model: a cancelled download and a refused cache lose nothing, and b
   await page.waitForFunction(() => /^model\.safetensors: 12 layers/.test(document.getElementById('model-opened')?.textContent ?? ''), null, { timeout: 120_000 });
   await page.waitForSelector('#model-busy', { state: 'detached', timeout: 60_000 });
   assert.equal(await page.isVisible('#model-error'), false);
-  assert.deepEqual(problems.filter((p) => !p.includes('model.safetensors')), []);
+
+  // A checkpoint kept only as pytorch_model.bin (torch.save's zip, written by torch itself: the
+  // GPT-NeoX fixture's weights) opens from disk and reads as lab inspect reads its safetensors.
+  const neox = join(WWW, 'hub', 'spherewalk', 'pythia-fixture', 'resolve', 'step1000');
+  const bin = { name: 'pytorch_model.bin', mimeType: 'application/octet-stream', buffer: readFileSync(join(HERE, '..', 'engine', 'tests', 'torch_bin', 'gpt_neox.bin')) };
+  await page.setInputFiles('#model-files', [asBuffer(join(neox, 'config.json'), 'config.json'), asBuffer(join(neox, 'tokenizer.json'), 'tokenizer.json'), bin]);
+  await page.waitForFunction(() => /^pytorch_model\.bin: 3 layers/.test(document.getElementById('model-opened')?.textContent ?? ''), null, { timeout: 120_000 });
+  const text = 'the heat in the tea';
+  const cli = JSON.parse(execFileSync(LAB_BIN, ['inspect', '--model', neox, '--text', text, '--json'], { encoding: 'utf8' }));
+  const web = await page.evaluate((t) => spherewalk.inspect(t), text);
+  assert.deepEqual(web.tokens, cli.tokens);
+  cli.layers.forEach((l, i) => l.heads.forEach((h, j) => {
+    assert.ok(Math.abs(web.layers[i].heads[j].entropy - h.entropy) <= 1e-4, `layer ${i} head ${j}: ${web.layers[i].heads[j].entropy} from the .bin, ${h.entropy} natively`);
+  }));
+  assert.deepEqual(problems.filter((p) => !p.includes('model.safetensors') && !p.includes('pytorch_model.bin')), []);
 });

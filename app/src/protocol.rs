@@ -4,6 +4,7 @@
 //! typed arrays, whose buffers are transferred rather than copied.
 
 use engine::data::baseline::BaselineLoss;
+use engine::lenses::history::Checkpoint;
 use engine::lenses::{Comparison, DepthFit, Inspection};
 use engine::sample::{Sample, SampleSpec};
 use engine::session::bench::{BenchResult, BenchSpec};
@@ -113,6 +114,16 @@ pub enum Command {
     /// same `id`.
     Compare {
         texts: [String; 2],
+        id: u64,
+    },
+    /// To the model worker: a checkpoint of a training history, from its files (named in `files`,
+    /// bulk arrays as for `OpenModel`), reads `texts` and is dropped; answered by
+    /// `Event::Measured` with the same `id`. The model open stays open.
+    MeasureCheckpoint {
+        step: u64,
+        name: String,
+        files: Vec<String>,
+        texts: Vec<String>,
         id: u64,
     },
     /// What the opened model writes: answered by `Event::Samples` with the same `id`.
@@ -296,6 +307,11 @@ pub enum Event {
     Depth {
         id: u64,
         depth: Box<DepthFit>,
+    },
+    /// The answer to `Command::MeasureCheckpoint`.
+    Measured {
+        id: u64,
+        result: Result<Box<Checkpoint>, String>,
     },
     /// The answer to `Command::Compare`.
     Compared {

@@ -137,7 +137,7 @@ fn bad_models_are_refused_with_what_is_wrong() {
             vec!["inspect", "--model", &wider, "--text", "a"],
             "wte.weight has shape [50257, 64], but config.json makes it [50257, 128]",
         ),
-        (vec!["inspect", "--model", &pickle_bin, "--text", "a"], "PyTorch pickle"),
+        (vec!["inspect", "--model", &pickle_bin, "--text", "a"], "pytorch_model.bin: not a readable zip"),
         (vec!["inspect", "--model", d, "--text", "a", "--memory-limit-mib", "20"], "over the memory limit of 20.0 MiB"),
         (vec!["inspect", "--model", d, "--text", ""], "the text is empty"),
         (vec!["inspect", "--model", &nowhere, "--text", "a"], "cannot read"),
@@ -182,7 +182,7 @@ fn lab_within(args: &[&str], secs: u64) -> Option<(bool, String, String)> {
 
 /// What an adversarial folder or path holds is refused before it costs anything: non-finite
 /// weights by tensor, devices and pipes without reading them, files longer than their header
-/// says, a folder with only a pickle; a dump path that cannot be written or is the model itself is
+/// says, a folder with only a broken pickle; a dump path that cannot be written or is the model itself is
 /// refused before the inspection; writing past the context is refused; a byte-order mark is fine.
 #[test]
 fn hostile_files_and_paths_are_refused_before_they_cost_anything() {
@@ -237,7 +237,7 @@ fn hostile_files_and_paths_are_refused_before_they_cost_anything() {
         (vec!["inspect", "--model", &zero, "--text", "a"], "is not a regular file"),
         (vec!["inspect", "--model", &fifo, "--text", "a"], "is not a regular file"),
         (vec!["inspect", "--model", &longer, "--text", "a"], "1000 more than"),
-        (vec!["inspect", "--model", &pickle_only, "--text", "a"], "pytorch_model.bin is a PyTorch pickle"),
+        (vec!["inspect", "--model", &pickle_only, "--text", "a"], "pytorch_model.bin: not a readable zip"),
         (vec!["inspect", "--model", &html, "--text", "a"], "config.json is an HTML page, not JSON"),
         (vec!["inspect", "--model", d, "--text", "a", "--dump", &model], "which the model is read from"),
         (vec!["inspect", "--model", d, "--text", "a", "--dump", &nowhere], &nowhere),

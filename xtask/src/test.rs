@@ -168,6 +168,22 @@ impl Ctx {
                 .args(["--family", family]);
             self.run(&format!("the {family} fixture (numpy)"), c)?;
         }
+        // Two more checkpoints of its training history (other weights) ...
+        for (revision, seed) in [("step2000", "11"), ("step4000", "12")] {
+            let mut c = self.cmd(PYTHON);
+            c.arg(self.root.join("engine/tests/families/fixture.py"))
+                .arg(hub.join("spherewalk/pythia-fixture/resolve").join(revision))
+                .args(["--family", "gpt_neox", "--seed", seed]);
+            self.run(&format!("the gpt_neox fixture at {revision} (numpy)"), c)?;
+        }
+        // ... and a revision kept only as PyTorch's file (as older Pythia checkpoints are): step
+        // 1000's weights, written by torch.save (engine/tests/torch_bin/make.py, committed).
+        let neox = hub.join("spherewalk/pythia-fixture/resolve");
+        std::fs::create_dir_all(neox.join("step0"))?;
+        for f in ["config.json", "tokenizer.json"] {
+            std::fs::copy(neox.join("step1000").join(f), neox.join("step0").join(f))?;
+        }
+        std::fs::copy(self.root.join("engine/tests/torch_bin/gpt_neox.bin"), neox.join("step0/pytorch_model.bin"))?;
 
         let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
         let mut server = self.cmd(PYTHON);

@@ -17,6 +17,8 @@ pub mod comparing;
 pub mod estimate;
 mod events;
 pub mod export;
+mod fetching;
+pub mod history;
 pub mod hub;
 mod model_worker;
 pub mod race;

@@ -6,8 +6,6 @@
 //! the answers.
 
 use engine::lenses::{with_depth, DepthFit, Inspection};
-use engine::memory::MODEL_BUDGET;
-use engine::pretrained::{files, Pretrained};
 use engine::sample::{Sample, SampleSpec};
 use engine::session::Panels;
 use js_sys::{Function, Uint8Array};
@@ -16,7 +14,9 @@ use wasm_bindgen::JsValue;
 use wasm_bindgen_futures::JsFuture;
 
 use super::comparing::Comparing;
-use super::hub::{self, Got};
+use super::fetching::{self, fits};
+use super::history::HistoryRun;
+use super::hub;
 use super::{model_worker, Lab};
 use common::protocol::{self, Command, OpenedModel};
 
@@ -64,6 +64,8 @@ pub struct RealModel {
     pub drawing: Drawing,
     /// A second text read beside the first.
     pub comparing: Comparing,
+    /// A model's checkpoints along its training.
+    pub history: HistoryRun,
     pub text: RwSignal<String>,
     pub hub_id: RwSignal<String>,
     /// Where the open model's files came from ("huggingface.co", "your files").
@@ -101,6 +103,7 @@ impl RealModel {
                 seed: RwSignal::new(0),
             },
             comparing: Comparing::new(),
+            history: HistoryRun::new(),
             text: RwSignal::new("The Brownian motion in the transformer model: tokens walk on the sphere.".into()),
             hub_id: RwSignal::new("openai-community/gpt2".into()),
             source: RwSignal::new(None),
@@ -191,32 +194,28 @@ fn current(lab: Lab, opening: u64) -> bool {
     lab.real.opening.get_value() == opening
 }
 
-/// Whether the tab can hold the model `config` describes with a weights file of `bytes` (0: the
-/// weights alone), said before anything large is read or downloaded.
-fn fits(config: &[u8], bytes: f64) -> Result<(), String> {
-    Pretrained::check(config, bytes as u64, MODEL_BUDGET).map(drop).map_err(|e| e.to_string())
-}
-
 /// The tokenizer's files a model may have beside its weights, in the order they are tried.
 const TOKENIZER_FILES: [&str; 3] = ["tokenizer.json", "vocab.json", "merges.txt"];
 
-/// The model's files, picked by the visitor: its config.json, a .safetensors and its tokenizer's
-/// files (tokenizer.json, or GPT-2's vocab.json and merges.txt). A lone .safetensors may be one
-/// of the lab's own checkpoints: it opens as a run in the training mode.
+/// The model's files, picked by the visitor: its config.json, a .safetensors (or a
+/// pytorch_model.bin, read without running its pickle) and its tokenizer's files (tokenizer.json,
+/// or GPT-2's vocab.json and merges.txt). A lone .safetensors may be one of the lab's own
+/// checkpoints: it opens as a run in the training mode.
 pub fn open_files(lab: Lab, files: Vec<web_sys::File>) {
     let named = |name: &str| files.iter().find(|f| f.name().eq_ignore_ascii_case(name)).cloned();
-    let weights = files.iter().find(|f| f.name().to_lowercase().ends_with(".safetensors")).cloned();
+    let safetensors = files.iter().find(|f| f.name().to_lowercase().ends_with(".safetensors")).cloned();
     let config = named("config.json");
-    if let (None, Some(w), 1) = (&config, &weights, files.len()) {
+    if let (None, Some(w), 1) = (&config, &safetensors, files.len()) {
         return open_checkpoint(lab, w.clone());
     }
-    let (Some(config), Some(weights)) = (config, weights) else {
+    let (Some(config), Some(weights)) = (config, safetensors.or_else(|| named("pytorch_model.bin"))) else {
         let names: Vec<String> = files.iter().map(|f| f.name()).collect();
         let bin = names.iter().any(|n| n.ends_with(".bin"));
         lab.real.message.set(Some(Err(format!(
-            "pick the model's config.json, its model.safetensors and its tokenizer.json together (picked: {}){}",
+            "pick the model's config.json, its model.safetensors (or pytorch_model.bin) and its tokenizer.json \
+             together (picked: {}){}",
             names.join(", "),
-            if bin { "; a .bin file is a PyTorch pickle, which the lab does not open" } else { "" }
+            if bin { "; a .bin file is read when it is the model's pytorch_model.bin" } else { "" }
         ))));
         return;
     };
@@ -286,10 +285,8 @@ pub(super) fn failed(lab: Lab, why: String) {
     m.message.set(Some(Err(format!("{why}{}", still.unwrap_or_default()))));
 }
 
-/// Fetches the model `id`'s files (config.json, its tokenizer's, model.safetensors) from the hub
-/// (or the browser's cache), with progress and a cancel button, and opens it. A model the tab
-/// cannot hold is refused from its config.json and the weights' announced length, before their
-/// download; a second Fetch cancels the first.
+/// Fetches the model `id`'s files from the hub or the browser's cache (`fetching`), with progress
+/// and a cancel button, and opens it; a second Fetch cancels the first.
 pub fn fetch_hub(lab: Lab) {
     let id = lab.real.hub_id.get_untracked().trim().to_string();
     let base = match hub::files_base(&id) {
@@ -300,62 +297,18 @@ pub fn fetch_hub(lab: Lab) {
     let n = opening(lab, &id);
     lab.real.abort.set_value(Some(controller.clone()));
     leptos::task::spawn_local(async move {
-        let mut bulk = Vec::new();
-        let mut names: Vec<String> = Vec::new();
-        let mut notes = Vec::new();
-        let mut config = Vec::new();
-        // The small files first: a model whose files cannot be found, or that the tab cannot
-        // hold, fails before its weights come.
-        let mut plan = vec!["config.json", "tokenizer.json", "model.safetensors"];
-        let mut next = 0;
-        while let Some(&file) = plan.get(next) {
-            next += 1;
-            let url = format!("{base}/{file}");
-            let json = |b: &[u8]| files::json_text(b, file).map(drop).map_err(|e| e.to_string());
-            let safetensors = |b: &[u8]| {
-                files::safetensors_len(b)
-                    .and_then(|len| files::check_len(len, b.len() as u64))
-                    .map_err(|e| e.to_string())
-            };
-            let text = |_: &[u8]| Ok(());
-            let check: hub::Check = match file {
-                "model.safetensors" => &safetensors,
-                "merges.txt" => &text,
-                _ => &json,
-            };
-            let weights = |len: Option<f64>| fits(&config, len.unwrap_or(0.0));
-            let anything = |_: Option<f64>| Ok(());
-            let announced: hub::Announced = if file == "model.safetensors" { &weights } else { &anything };
-            let got = hub::download(lab, &url, file, &controller, check, announced).await;
-            if !current(lab, n) {
-                return;
-            }
-            match got {
-                Ok(Some(Got { bytes, note })) => {
-                    if file == "config.json" {
-                        config = bytes.to_vec();
-                        if let Err(why) = fits(&config, 0.0) {
-                            return failed(lab, why);
-                        }
-                    }
-                    bulk.push(bytes.into());
-                    names.push(file.to_string());
-                    notes.extend(note);
-                    lab.real.fetched.update_value(|f| f.push(url));
-                }
-                // No tokenizer.json: GPT-2's older pair (without it the model worker says what is missing).
-                Ok(None) if file == "tokenizer.json" => drop(plan.splice(next..next, ["vocab.json", "merges.txt"])),
-                Ok(None) if matches!(file, "vocab.json" | "merges.txt") => {}
-                Ok(None) => return failed(lab, format!("{url} was not found (404): is the model id right?")),
-                Err(why) => return failed(lab, why),
-            }
-        }
+        let got = match fetching::fetch(lab, &base, &controller, || current(lab, n)).await {
+            Ok(Some(got)) => got,
+            Ok(None) => return,
+            Err(why) => return failed(lab, why),
+        };
+        lab.real.fetched.set_value(got.urls);
         lab.real.abort.set_value(None);
         lab.real.progress.set(None);
-        if !notes.is_empty() {
-            lab.real.message.set(Some(Ok(notes.join(" "))));
+        if !got.notes.is_empty() {
+            lab.real.message.set(Some(Ok(got.notes.join(" "))));
         }
-        send_open(lab, n, id, names, bulk, hub::host_of(&base));
+        send_open(lab, n, id, got.names, got.bulk, hub::host_of(&base));
     });
 }
 
@@ -370,7 +323,7 @@ fn send_open(lab: Lab, n: u64, name: String, files: Vec<String>, bulk: Vec<JsVal
 pub fn fetch_again(lab: Lab) {
     let id = lab.real.hub_id.get_untracked().trim().to_string();
     let Ok(base) = hub::files_base(&id) else { return fetch_hub(lab) };
-    let urls: Vec<String> = ["config.json", "model.safetensors"]
+    let urls: Vec<String> = ["config.json", "model.safetensors", "pytorch_model.bin"]
         .into_iter()
         .chain(TOKENIZER_FILES)
         .map(|f| format!("{base}/{f}"))
@@ -519,6 +472,7 @@ pub fn on_worker_lost(lab: Lab, why: String) {
     for (_, _, reject) in waiting {
         let _ = reject.call1(&JsValue::NULL, &js_sys::Error::new(&why).into());
     }
+    super::history::on_worker_lost(&why);
     lab.real.sent.set_value(Vec::new());
     on_opened(lab, lab.real.opening.get_value(), None, Some(why));
 }

@@ -25,6 +25,10 @@
 //!   resolves to the object `lab inspect --json` prints (`tokens`, `pieces`, `n_layer`, `layers`
 //!   with the radius and kernel statistics and the entropy per head, `depth`, `next`), and the
 //!   page's views show the reading.
+//! - `history({model, steps, text})`: a model's checkpoints along its training (`model`: a hub id
+//!   such as `EleutherAI/pythia-14m`; `steps`: "0, 1000, 143000"; `text`, optional: the text box's
+//!   otherwise), fetched, read and dropped one at a time as the page's "Training history" does;
+//!   resolves to the object `lab history --json` prints.
 //! - `experiment()`: the page's experiment as JSON text (for `lab train --config`).
 //! - `version`: the engine's version.
 //! - `testing.slowWorker(factor)`, `testing.trapWorker()`, `testing.trapSecondWorker()` and
@@ -292,6 +296,20 @@ pub fn install(lab: Lab) {
         Promise::new(&mut |resolve, reject| crate::lab::real_model::script_read(lab, text.clone(), resolve, reject))
     });
     set(&api, "inspect", &inspect.into_js_value());
+    let history = Closure::<dyn Fn(JsValue) -> Promise>::new(move |spec: JsValue| {
+        let field = |name: &str| js_sys::Reflect::get(&spec, &name.into()).ok().and_then(|v| v.as_string());
+        let Some(model) = field("model") else {
+            return Promise::reject(&refusal("history(spec) takes {model, steps, text}: model is a hub id"));
+        };
+        let Some(steps) = field("steps") else {
+            return Promise::reject(&refusal("history(spec) takes {model, steps, text}: steps is a string of steps"));
+        };
+        let text = field("text");
+        Promise::new(&mut |resolve, reject| {
+            crate::lab::history::script(lab, model.clone(), steps.clone(), text.clone(), resolve, reject)
+        })
+    });
+    set(&api, "history", &history.into_js_value());
     let experiment = Closure::<dyn Fn() -> Result<String, JsValue>>::new(move || {
         lab.experiment().map(|e| e.to_json()).map_err(|e| js_sys::Error::new(&e).into())
     });

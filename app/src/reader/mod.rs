@@ -45,6 +45,9 @@ impl Reader {
                 Command::OpenModel { name, files, id } => self.open_model(name, &files, &bulk, id),
                 Command::Read { text, id } => self.read(&text, id).await,
                 Command::Compare { texts, id } => self.compare(&texts, id),
+                Command::MeasureCheckpoint { step, name, files, texts, id } => {
+                    self.measure(step, &name, &files, &bulk, &texts, id)
+                }
                 Command::SampleModel { spec, id } => self.sample_model(&spec, id),
                 Command::SetBackend { choice } => {
                     self.backend = choice;

@@ -4,7 +4,7 @@
 
 use engine::gpu::reader::GpuReader;
 use engine::gpu::{GpuContext, GpuError};
-use engine::lenses::{self, Read};
+use engine::lenses::{self, history, Read};
 use engine::memory::MODEL_BUDGET;
 use engine::pretrained::{ModelFiles, Pretrained, TokenizerFiles};
 use engine::sample::{self, SampleSpec};
@@ -131,6 +131,24 @@ impl Reader {
             None => Err("open a model first".into()),
         };
         self.post(Event::Compared { id, result });
+    }
+
+    /// A training history's checkpoint: opened beside the model open now (within what the tab may
+    /// hold), read on the CPU, measured and dropped.
+    pub(super) fn measure(&self, step: u64, name: &str, names: &[String], bulk: &[JsValue], texts: &[String], id: u64) {
+        let bytes: Vec<Vec<u8>> = (0..names.len()).map(|i| protocol::bytes_of(bulk.get(i))).collect();
+        let held = self.pretrained.as_ref().map_or(0, |p| 4 * p.model.params.len() as u64);
+        let result = files(names, &bytes)
+            .and_then(|f| Pretrained::from_files(name, f, MODEL_BUDGET.saturating_sub(held)).map_err(|e| e.to_string()))
+            .and_then(|p| {
+                let readings = texts
+                    .iter()
+                    .map(|t| lenses::read(&p, t, MODEL_BUDGET).and_then(|r| lenses::inspect(&p, &r)))
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(|e| e.to_string())?;
+                history::checkpoint(step, name, history::weights_hash(&p.model), &readings).map_err(|e| e.to_string())
+            });
+        self.post(Event::Measured { id, result: result.map(Box::new) });
     }
 
     pub(super) fn sample_model(&mut self, spec: &SampleSpec, id: u64) {

@@ -10,6 +10,7 @@ use crate::lab::hub;
 use crate::lab::real_model::{self, Mode};
 use crate::lab::Lab;
 use crate::views::model_compare::ModelCompare;
+use crate::views::model_history::ModelHistory;
 use crate::views::model_writing::ModelWriting;
 use crate::views::panel::{verdict_line, Explain};
 // Spaces made visible in a BPE piece (GPT-2's pieces carry their leading space).
@@ -62,7 +63,7 @@ pub fn ModeSwitch(lab: Lab) -> impl IntoView {
 }
 
 #[component]
-pub fn ModelPanel(lab: Lab) -> impl IntoView {
+pub fn ModelPanel(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
     let m = lab.real;
     let on_files = move |ev: leptos::ev::Event| {
         let input: web_sys::HtmlInputElement = event_target(&ev);
@@ -374,6 +375,7 @@ pub fn ModelPanel(lab: Lab) -> impl IntoView {
                 <ModelCompare lab=lab />
                 </div>
             </Show>
+            <ModelHistory lab=lab dark=dark />
         </section>
     }
 }

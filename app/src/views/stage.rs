@@ -65,7 +65,7 @@ pub fn Stage(
         <div class="stage">
             <SphereView lab=lab dark=dark />
             <Show when=move || lab.real.mode.get() == Mode::Model>
-                <ModelPanel lab=lab />
+                <ModelPanel lab=lab dark=dark />
             </Show>
             <div class="stage-column">
                 <LossPanel lab=lab dark=dark />

@@ -175,9 +175,12 @@ fn layer_verdict(l: usize, cs: &[&Checkpoint]) -> LayerVerdict {
     };
     let last = e.len() - 1;
     let (fall, rise) = (e[0] - e[m], e[last] - e[m]);
-    let texts = format!(
-        " (a change counts from {least:.2} nats; the texts differ by up to {spread:.2} nats at one checkpoint)"
-    );
+    let texts = match spread > 0.0 {
+        true => format!(
+            " (a change counts from {least:.2} nats; the texts differ by up to {spread:.2} nats at one checkpoint)"
+        ),
+        false => format!(" (a change counts from {least:.2} nats)"),
+    };
     let step = |k: usize| cs[k].step;
     let (kind, words) = match (fall >= least, rise >= least) {
         (true, true) => (

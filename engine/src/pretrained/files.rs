@@ -117,6 +117,16 @@ pub fn read_regular(path: &std::path::Path, what: &str, limit: u64) -> Result<Ve
     Ok(bytes)
 }
 
+/// Natively: whether a file's first bytes are `magic` (a zip's, for a pytorch_model.bin).
+#[cfg(not(target_arch = "wasm32"))]
+pub fn starts_with(path: &std::path::Path, magic: &[u8]) -> Result<bool> {
+    use std::io::Read;
+    let mut f =
+        std::fs::File::open(path).map_err(|e| Error::Checkpoint(format!("cannot read {}: {e}", path.display())))?;
+    let mut head = vec![0u8; magic.len()];
+    Ok(f.read_exact(&mut head).is_ok() && head == magic)
+}
+
 /// Natively: the length a safetensors file's header describes, read from its first bytes only.
 #[cfg(not(target_arch = "wasm32"))]
 pub fn described_len(path: &std::path::Path) -> Result<u64> {

@@ -9,6 +9,8 @@
 //!   engine's layout.
 //! - `weights`: what every family shares in reading `model.safetensors` (names, shapes, F32, F16
 //!   and BF16, the tensors a family skips).
+//! - `torch_bin`: a `pytorch_model.bin` (torch.save's zip) rewritten as safetensors by a pickle
+//!   interpreter that runs nothing, for checkpoints the hub keeps only in that form.
 //! - `tokenizer`: the model's own tokenizer, from `tokenizer.json` (or GPT-2's `vocab.json` and
 //!   `merges.txt`) through Hugging Face's `tokenizers`.
 //!
@@ -19,6 +21,7 @@
 pub mod families;
 pub mod files;
 pub mod tokenizer;
+pub mod torch_bin;
 pub mod weights;
 
 pub use families::Family;
@@ -69,7 +72,12 @@ impl Pretrained {
                 cfg.vocab
             )));
         }
-        let (layout, params) = family.weights(&cfg, files.weights)?;
+        // A pytorch_model.bin is read as the safetensors file it holds.
+        let converted = match torch_bin::is_zip(files.weights) {
+            true => Some(torch_bin::to_safetensors(files.weights)?),
+            false => None,
+        };
+        let (layout, params) = family.weights(&cfg, converted.as_deref().unwrap_or(files.weights))?;
         Ok(Pretrained { name: name.to_string(), family, model: Model::from_parts(cfg, layout, params)?, tokenizer })
     }
 
@@ -97,9 +105,10 @@ impl Pretrained {
         Ok((family, cfg))
     }
 
-    /// Opens `path`: a folder holding `config.json`, `model.safetensors` and the tokenizer's files
-    /// (`tokenizer.json`, or `vocab.json` and `merges.txt`; a GPT-2 without them is read with the
-    /// lab's copy of GPT-2's vocabulary), or a `.safetensors` file with those beside it.
+    /// Opens `path`: a folder holding `config.json`, `model.safetensors` (or, without it,
+    /// `pytorch_model.bin`) and the tokenizer's files (`tokenizer.json`, or `vocab.json` and
+    /// `merges.txt`; a GPT-2 without them is read with the lab's copy of GPT-2's vocabulary), or
+    /// the weights' file with those beside it.
     #[cfg(not(target_arch = "wasm32"))]
     pub fn open(path: &std::path::Path, budget: u64) -> Result<Pretrained> {
         use files::{read_regular, CONFIG_LIMIT, TOKENIZER_LIMIT};
@@ -108,26 +117,18 @@ impl Pretrained {
         } else {
             (path.parent().map_or_else(|| ".".into(), |p| p.to_path_buf()), path.to_path_buf())
         };
-        let ext = file.extension().and_then(|e| e.to_str()).unwrap_or("");
-        let pickle = |f: &std::path::Path| {
-            Error::Checkpoint(format!(
-                "{} is a PyTorch pickle; the lab reads only model.safetensors (the hub has it beside the .bin), \
-                 which cannot run code when it is opened",
-                f.display()
-            ))
-        };
-        if matches!(ext, "bin" | "pt" | "pth" | "ckpt") {
-            return Err(pickle(&file));
-        }
-        if !file.exists() && dir.join("pytorch_model.bin").exists() {
-            return Err(pickle(&dir.join("pytorch_model.bin")));
-        }
+        let bin = dir.join("pytorch_model.bin");
+        let file = if path.is_dir() && !file.exists() && bin.exists() { bin } else { file };
+        let what = file.file_name().map_or("the weights".into(), |n| n.to_string_lossy().to_string());
         let config = read_regular(&dir.join("config.json"), "the model's config.json", CONFIG_LIMIT)?;
-        // Before the weights are read: a regular file, within the budget, of the length its header says.
-        let size = files::regular_len(&file, "model.safetensors")?;
+        // Before the weights are read: a regular file, within the budget (of the length its header
+        // says, for safetensors).
+        let size = files::regular_len(&file, &what)?;
         Self::check(&config, size, budget)?;
-        files::check_len(files::described_len(&file)?, size)?;
-        let weights = read_regular(&file, "model.safetensors", budget)?;
+        if !files::starts_with(&file, b"PK\x03\x04")? {
+            files::check_len(files::described_len(&file)?, size)?;
+        }
+        let weights = read_regular(&file, &what, budget)?;
         let (json, vocab, merges) = (dir.join("tokenizer.json"), dir.join("vocab.json"), dir.join("merges.txt"));
         let tokenizer = if json.exists() {
             Some((read_regular(&json, "tokenizer.json", TOKENIZER_LIMIT)?, Vec::new()))
@@ -160,7 +161,7 @@ impl Pretrained {
             path.parent().map_or_else(|| ".".into(), |p| p.to_path_buf())
         };
         let mut files: Vec<std::path::PathBuf> =
-            ["config.json", "model.safetensors", "tokenizer.json", "vocab.json", "merges.txt"]
+            ["config.json", "model.safetensors", "pytorch_model.bin", "tokenizer.json", "vocab.json", "merges.txt"]
                 .iter()
                 .map(|f| dir.join(f))
                 .collect();

@@ -20,8 +20,9 @@ pub fn refuse<T>(why: impl std::fmt::Display) -> Result<T> {
 /// What the first bytes say the file is, when it is not safetensors.
 fn not_safetensors(bytes: &[u8]) -> Option<&'static str> {
     match bytes {
-        [b'P', b'K', 3, 4, ..] => Some("a zip archive: a PyTorch pickle (pytorch_model.bin)"),
-        [0x80, 2..=5, ..] => Some("a Python pickle (an old pytorch_model.bin)"),
+        // (`Pretrained::from_files` rewrites a torch.save zip as safetensors before it comes here.)
+        [b'P', b'K', 3, 4, ..] => Some("a zip archive (a PyTorch pickle, pytorch_model.bin)"),
+        [0x80, 2..=5, ..] => Some("a bare Python pickle (a pytorch_model.bin older than PyTorch 1.6)"),
         [] => Some("empty"),
         _ => None,
     }
@@ -39,8 +40,8 @@ impl<'a> Stored<'a> {
     pub fn open(bytes: &'a [u8], prefix: &str) -> Result<Stored<'a>> {
         if let Some(what) = not_safetensors(bytes) {
             return refuse(format!(
-                "the file is {what}; the lab reads only safetensors (model.safetensors on the model's hub page), \
-                 which cannot run code when it is opened"
+                "the file is {what}; the lab reads safetensors (model.safetensors on the model's hub page) and \
+                 torch.save's zip (pytorch_model.bin since PyTorch 1.6)"
             ));
         }
         files::check_len(files::safetensors_len(bytes)?, bytes.len() as u64)?;

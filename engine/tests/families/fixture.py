@@ -4,7 +4,7 @@ Hugging Face's exact file layout, with a tokenizer.json of the family's kind, an
 an independent forward pass for each (numpy, float64, written from transformers' definitions:
 modeling_gpt_neox, modeling_llama, modeling_qwen2; not from the lab's engine). No download.
 
-    fixture.py OUT --family gpt_neox|llama|qwen2 [--size tiny|pythia-160m|smollm2-135m] [--seed N] [--reference IDS]
+    fixture.py OUT --family gpt_neox|llama|qwen2 [--size tiny|pythia-14m|pythia-160m|smollm2-135m] [--seed N] [--reference IDS]
 
 writes OUT/config.json, OUT/model.safetensors (GPT-NeoX in F16 with its BOOL causal-mask buffers
 and inv_freq, as Pythia's files hold them; Llama in F32; Qwen2 in BF16) and OUT/tokenizer.json
@@ -12,7 +12,8 @@ and inv_freq, as Pythia's files hold them; Llama in F32; Qwen2 in BF16) and OUT/
 --reference 1,2,3 it also writes OUT/reference.safetensors for those ids: hidden.{i} (T, C) the
 residual stream entering block i (i = layers: after the last block, before the final norm),
 attn.{l} (NH, T, T) the attention probabilities, logits (T, V). --size makes a model of a real
-one's sizes (pythia-160m with --family gpt_neox, smollm2-135m with --family llama) for benchmarks.
+one's sizes (pythia-14m or pythia-160m with --family gpt_neox, smollm2-135m with --family llama)
+for benchmarks; --seed makes other weights (another checkpoint of a training history).
 """
 import argparse
 import json
@@ -48,6 +49,8 @@ CONFIGS = {
 
 
 SIZES = {
+    "pythia-14m": {"hidden_size": 128, "intermediate_size": 512, "num_attention_heads": 4,
+                   "num_hidden_layers": 6, "max_position_embeddings": 2048, "vocab_size": 50304},
     "pythia-160m": {"hidden_size": 768, "intermediate_size": 3072, "num_attention_heads": 12,
                     "num_hidden_layers": 12, "max_position_embeddings": 2048, "vocab_size": 50304},
     "smollm2-135m": {"hidden_size": 576, "intermediate_size": 1536, "num_attention_heads": 9,

@@ -359,7 +359,7 @@ mod tests {
         let cases: Vec<(Vec<u8>, &str)> = vec![
             (good[..good.len() - 10].to_vec(), "truncated"),
             ([good.clone(), vec![0; 7]].concat(), "7 more than"),
-            (b"PK\x03\x04rest of a zip".to_vec(), "PyTorch pickle"),
+            (b"PK\x03\x04rest of a zip".to_vec(), "a zip archive (a PyTorch pickle"),
             (vec![0x80, 2, 0x8a, 0x0a], "Python pickle"),
             (b"not a tensor file at all".to_vec(), "not a safetensors file"),
             (file("", Some("h.0.mlp.c_fc.bias"), None), "h.0.mlp.c_fc.bias is missing"),
