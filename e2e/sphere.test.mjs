@@ -38,7 +38,16 @@ test('the sphere and the chain: labels, arcs = the engine attention row, great-c
   // The renderer is named before its first frame: the places and the pixel are read from a frame it drew.
   await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(r, 200)))));
   const screen = nums(await data('screen'));
-  const front = Array.from({ length: tokens }, (_, i) => i).reduce((a, b) => (screen[3 * b + 2] > screen[3 * a + 2] ? b : a));
+  // The nearest token whose dot no label covers (labels are drawn over the dots).
+  const boxes = nums(await data('labelBoxes'));
+  const covered = (x, y) => Array.from({ length: boxes.length / 4 }, (_, i) => boxes.slice(4 * i, 4 * i + 4))
+    .some(([bx, by, bw, bh]) => x >= bx - 3 && x <= bx + bw + 3 && y >= by - 3 && y <= by + bh + 3);
+  // ... and no nearer dot hides.
+  const hidden = (i) => Array.from({ length: tokens }, (_, j) => j)
+    .some((j) => screen[3 * j + 2] > screen[3 * i + 2] && Math.hypot(screen[3 * j] - screen[3 * i], screen[3 * j + 1] - screen[3 * i + 1]) < 12);
+  const front = Array.from({ length: tokens }, (_, i) => i)
+    .filter((i) => !covered(screen[3 * i], screen[3 * i + 1]) && !hidden(i))
+    .reduce((a, b) => (screen[3 * b + 2] > screen[3 * a + 2] ? b : a));
   const symbol = (await page.locator(`#sphere-token option[value="${front}"]`).textContent()).replace(/^\d+: /, '');
   const kinds = { vowel: [0xe6, 0x9f, 0x00], consonant: [0x00, 0x72, 0xb2], space: [0x00, 0x9e, 0x73], punctuation: [0xd5, 0x5e, 0x00], digit: [0xcc, 0x79, 0xa7], other: [0x56, 0xb4, 0xe9] };
   const kind = /^[aeiouy]$/i.test(symbol) ? 'vowel' : /^\p{L}$/u.test(symbol) ? 'consonant' : /^[␣↵⇥]$/.test(symbol) ? 'space' : /^\d$/.test(symbol) ? 'digit' : /^[!-/:-@[-`{-~]$/.test(symbol) ? 'punctuation' : 'other';
