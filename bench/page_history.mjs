@@ -22,6 +22,7 @@ const require = createRequire(join(dirname(fileURLToPath(import.meta.url)), '..'
 const { chromium } = require('playwright-core');
 
 const URL = process.env.SPHEREWALK_URL ?? 'http://127.0.0.1:8099/';
+const HUB = process.env.SPHEREWALK_HUB ?? `${URL}hub`;
 const MODEL = process.env.MODEL_ID ?? 'spherewalk/pythia-14m';
 const at = process.argv.indexOf('--steps');
 const STEPS = at > 0 ? process.argv[at + 1] : '0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1000, 4000, 16000, 64000, 143000';
@@ -36,7 +37,7 @@ const ctx = await chromium.launchPersistentContext(dir, {
 });
 const page = ctx.pages()[0] ?? (await ctx.newPage());
 page.on('console', (m) => m.type() === 'error' && !/404/.test(m.text()) && console.log('console error:', m.text()));
-await page.goto(`${URL}?hub=${encodeURIComponent(URL + 'hub')}`);
+await page.goto(`${URL}?hub=${encodeURIComponent(HUB)}`);
 await page.waitForSelector('#start:not([data-loading])', { timeout: 120_000 });
 await page.click('#mode-model');
 const n = STEPS.split(',').length;
