@@ -93,6 +93,10 @@ test('a student reads a real model: sentences with the engine\'s numbers, two te
     await page.fill('#depth', String(d));
     await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => setTimeout(r, 50))));
     const boxes = await boxesAt();
+    const side = await page.evaluate(() => document.getElementById('sphere').clientWidth);
+    for (const [x, y, w, h] of boxes) {
+      assert.ok(x >= 0 && y >= 0 && x + w <= side + 0.1 && y + h <= side + 0.1, `depth ${d}: a label at ${[x, y, w, h]} is cut by the canvas's edge (${side} px)`);
+    }
     for (let i = 0; i < boxes.length; i++) {
       for (let j = 0; j < i; j++) {
         const [a, b] = [boxes[i], boxes[j]];

@@ -271,7 +271,7 @@ pub fn draw(
     // Labels at the page's canvas text size (`canvas_text`), larger on a large view.
     let text = canvas_text::px() * view_scale(size).max(1.0);
     canvas_text::report(canvas, canvas_text::px());
-    let placed = labels(&ctx, s, &order, text, view_scale(size), (fg, muted, bg));
+    let placed = labels(&ctx, s, &order, (text, size), view_scale(size), (fg, muted, bg));
     drawn.labels = placed.len();
     // The caption at the page's size, shortened to the view's width.
     let caption_px = canvas_text::px();
@@ -345,15 +345,15 @@ fn path(ctx: &CanvasRenderingContext2d, f: &Frame, points: &[[f64; 3]], alpha: f
 }
 
 /// A label per token, the selected and the hovered token's first, then nearest first: each takes
-/// the first of eight spots around its point that covers no label placed before it; a label with
-/// no free spot is left out (hovering its dot shows it), but the selected and hovered ones are
-/// always drawn. Near labels are larger and in the text colour, far ones smaller and muted; a
-/// halo keeps them readable on trails.
+/// the first of eight spots around its point that lies inside the canvas and covers no label
+/// placed before it; a label with no free spot is left out (hovering its dot shows it), but the
+/// selected and hovered ones are always drawn. Near labels are larger and in the text colour, far
+/// ones smaller and muted; a halo keeps them readable on trails.
 fn labels(
     ctx: &CanvasRenderingContext2d,
     s: &Scene,
     order: &[(usize, (f64, f64, f64))],
-    text_px: f64,
+    (text_px, size): (f64, f64),
     scale: f64,
     (fg, muted, bg): (&str, &str, &str),
 ) -> Vec<(usize, (f64, f64, f64, f64))> {
@@ -383,10 +383,15 @@ fn labels(
             (-w - d - 6.0, h / 2.0 - 2.0),
         ];
         let rect = |(dx, dy): (f64, f64)| (x + dx, y + dy - h, w, h);
-        let free = spots.iter().map(|&o| rect(o)).find(|r| placed.iter().all(|q| !overlaps(r, &q.1)));
+        // Inside the canvas (a label cut at its edge misreads), over no label placed before it.
+        let inside = |r: &(f64, f64, f64, f64)| r.0 >= 0.0 && r.1 >= 0.0 && r.0 + r.2 <= size && r.1 + r.3 <= size;
+        let free = spots.iter().map(|&o| rect(o)).find(|r| inside(r) && placed.iter().all(|q| !overlaps(r, &q.1)));
         let spot = match (free, always.contains(&Some(*i))) {
             (Some(r), _) => r,
-            (None, true) => rect(spots[0]),
+            (None, true) => {
+                let r = rect(spots[0]);
+                (r.0.clamp(0.0, (size - r.2).max(0.0)), r.1.clamp(0.0, (size - r.3).max(0.0)), r.2, r.3)
+            }
             (None, false) => continue,
         };
         placed.push((*i, spot));
