@@ -8,7 +8,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
-import { ARTIFACTS, HUB_URL, LAB_BIN, PAGE_URL, WWW, launch, textOf, waitReady } from './helpers.mjs';
+import { ARTIFACTS, LAB_BIN, WWW, launch, openModel, textOf } from './helpers.mjs';
 
 const TEXT = 'the heat in the tea and the stars';
 
@@ -20,9 +20,7 @@ for (const [id, revision, family, block] of [
     const { page, problems } = await launch(t, { viewport: { width: 1280, height: 800 } });
     const requests = [];
     page.on('request', (r) => requests.push(r.url()));
-    await page.goto(`${PAGE_URL}?hub=${encodeURIComponent(HUB_URL)}`, { waitUntil: 'load' });
-    await waitReady(page);
-    await page.click('#mode-model');
+    await openModel(page, { fetch: false });
     await page.fill('#hub-id', `${id}@${revision}`);
     await page.click('#hub-fetch');
     await page.waitForSelector('#model-tokens', { timeout: 120_000 });
@@ -60,9 +58,7 @@ test('a revision kept only as pytorch_model.bin is fetched and read without runn
   const { page, problems } = await launch(t, { viewport: { width: 1280, height: 800 } });
   const requests = [];
   page.on('request', (r) => requests.push(r.url()));
-  await page.goto(`${PAGE_URL}?hub=${encodeURIComponent(HUB_URL)}`, { waitUntil: 'load' });
-  await waitReady(page);
-  await page.click('#mode-model');
+  await openModel(page, { fetch: false });
   // step0 holds config.json, tokenizer.json and torch.save's file of step1000's weights.
   await page.fill('#hub-id', 'spherewalk/pythia-fixture@step0');
   await page.click('#hub-fetch');

@@ -8,7 +8,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
-import { ARTIFACTS, HUB_URL, LAB_BIN, PAGE_URL, WWW, launch, textOf, waitReady } from './helpers.mjs';
+import { ARTIFACTS, LAB_BIN, WWW, launch, openModel, textOf } from './helpers.mjs';
 
 const ID = 'spherewalk/pythia-fixture';
 const TEXT = 'the heat in the tea and the stars';
@@ -17,9 +17,7 @@ test('a training history: each checkpoint\'s entropy per layer as lab history ha
   const { page, problems } = await launch(t, { viewport: { width: 1280, height: 800 } });
   const requests = [];
   page.on('request', (r) => requests.push(r.url()));
-  await page.goto(`${PAGE_URL}?hub=${encodeURIComponent(HUB_URL)}`, { waitUntil: 'load' });
-  await waitReady(page);
-  await page.click('#mode-model');
+  await openModel(page, { fetch: false });
   assert.match(await textOf(page, '#history-plan'), /^16 checkpoints of EleutherAI\/pythia-14m, about 853 MB to download/);
   await page.fill('#history-model', ID);
   await page.fill('#history-steps', '0, 1000, 2000, 4000');
