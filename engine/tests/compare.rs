@@ -101,5 +101,18 @@ fn two_texts_compare_as_the_reference_forward_has_them() {
     assert!(ok, "{err}");
     assert!(text.contains(&format!("The texts part at token {}: \" walk\" against \" dance\".", first + 1)), "{text}");
     assert!(text.contains(&format!("The {first} tokens before it stay at exactly the same place")), "{text}");
+
+    // Both passes are held at once: a limit that holds one reading of the long text but not two
+    // refuses the comparison, with the limit named.
+    let long = "word ".repeat(100);
+    let p = engine::pretrained::Pretrained::open(&dir, u64::MAX).unwrap();
+    let t = p.tokenizer.encode(&long).unwrap().len();
+    let (weights, pass) =
+        (engine::memory::weight_bytes(&p.model.cfg).unwrap(), engine::memory::read_bytes(&p.model.cfg, t).unwrap());
+    let mib = (weights + pass + pass / 2).div_ceil(1 << 20).to_string();
+    let (ok, _, err) = lab(&["inspect", "--model", d, "--text", &long, "--json", "--memory-limit-mib", &mib]);
+    assert!(ok, "one reading fits in {mib} MiB: {err}");
+    let (ok, _, err) = lab(&["inspect", "--model", d, "--text", &long, "--compare", &long, "--memory-limit-mib", &mib]);
+    assert!(!ok && err.contains("over the memory limit"), "two readings do not fit in {mib} MiB: {err}");
     let _ = std::fs::remove_dir_all(&dir);
 }

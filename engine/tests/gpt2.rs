@@ -152,6 +152,9 @@ fn bad_models_are_refused_with_what_is_wrong() {
         let (ok, _, err) = lab(&args);
         assert!(!ok && err.contains(want), "{args:?}: {err}");
     }
+    // The largest limit there is means no limit (it once overflowed reading the weights).
+    let (ok, _, err) = lab(&["inspect", "--model", d, "--text", "a", "--memory-limit-mib", &u64::MAX.to_string()]);
+    assert!(ok, "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -5,7 +5,7 @@
 use engine::gpu::reader::GpuReader;
 use engine::gpu::{GpuContext, GpuError};
 use engine::lenses::{self, history, Read};
-use engine::memory::MODEL_BUDGET;
+use engine::memory::{self, MODEL_BUDGET};
 use engine::pretrained::{ModelFiles, Pretrained, TokenizerFiles};
 use engine::sample::{self, SampleSpec};
 use engine::session::BackendChoice;
@@ -123,8 +123,12 @@ impl Reader {
     /// and two passes of a small model take about a second).
     pub(super) fn compare(&self, texts: &[String; 2], id: u64) {
         let result = match self.pretrained.as_ref() {
+            // Both passes are held at once: the second within what the first leaves.
             Some(p) => lenses::read(p, &texts[0], MODEL_BUDGET)
-                .and_then(|a| lenses::read(p, &texts[1], MODEL_BUDGET).map(|b| (a, b)))
+                .and_then(|a| {
+                    let left = MODEL_BUDGET.saturating_sub(memory::read_bytes(&p.model.cfg, a.ids.len())?);
+                    lenses::read(p, &texts[1], left).map(|b| (a, b))
+                })
                 .and_then(|(a, b)| lenses::compare(p, &a, &b))
                 .map(Box::new)
                 .map_err(|e| e.to_string()),
@@ -143,7 +147,9 @@ impl Reader {
             .and_then(|p| {
                 let readings = texts
                     .iter()
-                    .map(|t| lenses::read(&p, t, MODEL_BUDGET).and_then(|r| lenses::inspect(&p, &r)))
+                    .map(|t| {
+                        lenses::read(&p, t, MODEL_BUDGET.saturating_sub(held)).and_then(|r| lenses::inspect(&p, &r))
+                    })
                     .collect::<Result<Vec<_>, _>>()
                     .map_err(|e| e.to_string())?;
                 history::checkpoint(step, name, history::weights_hash(&p.model), &readings).map_err(|e| e.to_string())

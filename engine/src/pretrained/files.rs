@@ -107,7 +107,7 @@ pub fn read_regular(path: &std::path::Path, what: &str, limit: u64) -> Result<Ve
     }
     let mut bytes = Vec::with_capacity(len as usize);
     // A file that grows while it is read still stops at the limit.
-    std::fs::File::open(path).map_err(cannot)?.take(limit + 1).read_to_end(&mut bytes).map_err(cannot)?;
+    std::fs::File::open(path).map_err(cannot)?.take(limit.saturating_add(1)).read_to_end(&mut bytes).map_err(cannot)?;
     if bytes.len() as u64 > limit {
         return Err(Error::Checkpoint(format!(
             "{what} at {} grew past {limit} bytes while it was read",

@@ -59,7 +59,9 @@ pub fn run(a: InspectArgs) -> Result<(), Error> {
     let model = Pretrained::open(&a.model, budget)?;
     let read = read(&model, &a.text, budget, a.backend)?;
     if let Some(second) = &a.compare {
-        let other = self::read(&model, second, budget, a.backend)?;
+        // Both passes are held at once: the second within what the first leaves.
+        let left = budget.saturating_sub(memory::read_bytes(&model.model.cfg, read.ids.len())?);
+        let other = self::read(&model, second, left, a.backend)?;
         let c = inspect::compare(&model, &read, &other)?;
         match a.json {
             true => println!("{}", serde_json::to_string(&c)?),
