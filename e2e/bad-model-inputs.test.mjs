@@ -164,8 +164,8 @@ test('picked files: a refused config keeps the open model, the config is found b
   const tokenizer = file('tokenizer.json', readFileSync(join(FIXTURE_DIR, 'tokenizer.json')), 'application/json');
   const weights = readFileSync(join(FIXTURE_DIR, 'model.safetensors'));
   // Another architecture's config: refused by name, and the model open before stays open.
-  await page.setInputFiles('#model-files', [file('config.json', Buffer.from(config.replace('"gpt2"', '"bert"'))), tokenizer, file('model.safetensors', weights)]);
-  await waitError(page, /model_type is "bert".*spherewalk\/gpt2-fixture is still open/);
+  await page.setInputFiles('#model-files', [file('config.json', Buffer.from(config.replace('"gpt2"', '"t5"'))), tokenizer, file('model.safetensors', weights)]);
+  await waitError(page, /model_type is "t5".*spherewalk\/gpt2-fixture is still open/);
   assert.match(await textOf(page, '#model-opened'), /^spherewalk\/gpt2-fixture: 12 layers/);
   await page.click('#model-read');
   await page.waitForSelector('#model-busy', { state: 'detached', timeout: 60_000 });

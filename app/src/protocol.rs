@@ -178,7 +178,7 @@ impl Phase {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct OpenedModel {
     pub name: String,
-    /// Its family ("GPT-2", "GPT-NeoX", "Llama") and its block in words.
+    /// Its family ("GPT-2", "GPT-NeoX", "Llama", "BERT") and its block in words.
     pub family: String,
     pub block: String,
     pub layers: usize,
@@ -187,6 +187,9 @@ pub struct OpenedModel {
     pub vocab: usize,
     pub context: usize,
     pub params: usize,
+    /// A masked LM's mask token (BERT's `[MASK]`): it fills in masks, it does not write.
+    #[serde(default)]
+    pub fills: Option<String>,
 }
 
 /// The worker to the page.

@@ -84,7 +84,9 @@ pub fn param_count(m: &ModelConfig) -> Result<u64> {
     ])?;
     // A tied head reads the token embedding; the head's bias is kept either way.
     let head = if m.arch.tied_head { 0 } else { mul(&[c, v])? };
-    sum(&[mul(&[v, c])?, mul(&[t, c])?, mul(&[l, block])?, mul(&[2, c])?, head, v])
+    // BERT's head transform: a (C, C) linear with its bias and a norm.
+    let transform = if m.arch.head_transform { mul(&[c, c + 3])? } else { 0 };
+    sum(&[mul(&[v, c])?, mul(&[t, c])?, mul(&[l, block])?, mul(&[2, c])?, transform, head, v])
 }
 
 /// Floats of one batch's forward cache and backward scratch (see `model::Cache` and `Grads`).
@@ -160,7 +162,9 @@ pub fn read_bytes(m: &ModelConfig, t: usize) -> Result<u64> {
         (m.vocab as u64, m.d_model as u64, m.d_ff as u64, m.layers as u64, m.heads as u64, t as u64);
     let mlp = if m.arch.mlp == crate::config::Mlp::Gated { 3 } else { 2 };
     let per_block = sum(&[mul(&[9, t, c])?, mul(&[2, t])?, mul(&[mlp, t, f])?, mul(&[nh, t, t])?])?;
-    let floats = sum(&[mul(&[l, per_block])?, mul(&[l + 3, t, c])?, mul(&[3, t])?, mul(&[2, t, v])?])?;
+    // BERT's head transform: its linear's output, its norm's centred rows and output, and 1/std.
+    let transform = if m.arch.head_transform { sum(&[mul(&[3, t, c])?, t])? } else { 0 };
+    let floats = sum(&[mul(&[l, per_block])?, mul(&[l + 3, t, c])?, mul(&[3, t])?, mul(&[2, t, v])?, transform])?;
     mul(&[4, floats])
 }
 
@@ -309,6 +313,7 @@ mod tests {
             Arch::gpt2(),
             Arch { positions: rotary, parallel_residual: true, ..Arch::default() },
             Arch { norm: NormKind::RmsNorm, positions: rotary, mlp: Mlp::Gated, kv_heads: 2, ..Arch::gpt2() },
+            Arch { post_norm: true, head_transform: true, ..Arch::gpt2() },
         ];
         for arch in arches {
             let m = ModelConfig {

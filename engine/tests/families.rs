@@ -114,7 +114,7 @@ fn what_the_engine_cannot_run_is_refused_by_name() {
         ("llama", "hidden_act", Value::from("gelu"), "hidden_act \"gelu\""),
         ("llama", "head_dim", Value::from(32), "head_dim = 32"),
         ("llama", "num_key_value_heads", Value::from(3), "num_key_value_heads = 3 does not divide"),
-        ("gpt_neox", "model_type", Value::from("bert"), "model_type is \"bert\"; the lab opens"),
+        ("gpt_neox", "model_type", Value::from("roberta"), "model_type is \"roberta\"; the lab opens"),
         ("gpt_neox", "hidden_act", Value::from("gelu_python"), "hidden_act \"gelu_python\""),
     ];
     for (family, field, value, want) in cases {

@@ -119,8 +119,8 @@ fn bad_models_are_refused_with_what_is_wrong() {
         let f = std::fs::OpenOptions::new().write(true).open(p.join("model.safetensors")).unwrap();
         f.set_len(f.metadata().unwrap().len() - 1000).unwrap();
     });
-    let bert = copy("bert", &|p| {
-        let c = std::fs::read_to_string(p.join("config.json")).unwrap().replace("\"gpt2\"", "\"bert\"");
+    let t5 = copy("t5", &|p| {
+        let c = std::fs::read_to_string(p.join("config.json")).unwrap().replace("\"gpt2\"", "\"t5\"");
         std::fs::write(p.join("config.json"), c).unwrap();
     });
     let wider = copy("wider", &|p| {
@@ -132,7 +132,7 @@ fn bad_models_are_refused_with_what_is_wrong() {
     let nowhere = format!("{d}/nowhere");
     let cases: Vec<(Vec<&str>, &str)> = vec![
         (vec!["inspect", "--model", &truncated, "--text", "a"], "truncated"),
-        (vec!["inspect", "--model", &bert, "--text", "a"], "model_type is \"bert\""),
+        (vec!["inspect", "--model", &t5, "--text", "a"], "model_type is \"t5\""),
         (
             vec!["inspect", "--model", &wider, "--text", "a"],
             "wte.weight has shape [50257, 64], but config.json makes it [50257, 128]",

@@ -21,13 +21,14 @@ const CACHE: &str = "spherewalk-models";
 pub const STALL_MS: f64 = 20_000.0;
 
 /// Models the page suggests, with what they are and what they download (model.safetensors).
-pub const SUGGESTED: [(&str, &str); 6] = [
+pub const SUGGESTED: [(&str, &str); 7] = [
     ("openai-community/gpt2", "GPT-2 small, 124M weights, 548 MB"),
     ("EleutherAI/pythia-14m", "Pythia 14M (GPT-NeoX), 53 MB; @stepN for its training checkpoints"),
     ("EleutherAI/pythia-70m", "Pythia 70M (GPT-NeoX), 166 MB"),
     ("EleutherAI/pythia-160m", "Pythia 160M (GPT-NeoX), 375 MB"),
     ("HuggingFaceTB/SmolLM2-135M", "SmolLM2 135M (Llama), 269 MB"),
     ("Qwen/Qwen2.5-0.5B", "Qwen2.5 0.5B (Qwen2), 988 MB; near the tab's 3 GB while it opens"),
+    ("google-bert/bert-base-uncased", "BERT base (the Brownian paper's model), 440 MB; fills in [MASK]"),
 ];
 
 /// Where a model's files are: `id` or `id@revision` (a branch or a Pythia checkpoint such as

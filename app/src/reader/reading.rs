@@ -27,6 +27,10 @@ fn summary(p: &Pretrained) -> OpenedModel {
         vocab: cfg.vocab,
         context: cfg.context,
         params: p.model.params.len(),
+        fills: match cfg.arch.head_transform {
+            true => Some(p.tokenizer.mask().map_or("its mask token".into(), |m| p.tokenizer.decode(&[m]))),
+            false => None,
+        },
     }
 }
 

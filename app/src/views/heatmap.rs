@@ -279,6 +279,38 @@ pub fn AttentionPanel(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
         }
     };
 
+    // A model that attends both ways (BERT): where this head's walk settles, as the engine found it.
+    let stationary = move || {
+        if lab.real.mode.get() != crate::lab::real_model::Mode::Model {
+            return None;
+        }
+        lab.real.reading.with(|r| {
+            let r = r.as_ref()?;
+            let pi = &r.layers.get(layer.get())?.heads.get(head.get())?.stationary;
+            let mut order: Vec<usize> = (0..pi.len().min(r.pieces.len())).collect();
+            order.sort_by(|&a, &b| pi[b].total_cmp(&pi[a]));
+            let most: Vec<String> = order
+                .iter()
+                .take(3)
+                .map(|&i| {
+                    format!(
+                        "\"{}\" (token {}) {:.2}",
+                        crate::views::token_style::glyph(&r.pieces[i]).trim(),
+                        i + 1,
+                        pi[i]
+                    )
+                })
+                .collect();
+            (!most.is_empty()).then(|| {
+                format!(
+                    "This head attends both ways, so its walk goes on forever and settles on a stationary distribution \
+                     π (πP = π): most on {}; a walk that favoured no token would give {:.2} each.",
+                    most.join(", "),
+                    1.0 / pi.len() as f64
+                )
+            })
+        })
+    };
     view! {
         <Panel
             name="attention"
@@ -321,6 +353,7 @@ pub fn AttentionPanel(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                         .unwrap_or_else(|| "no attention yet".into())
                 }}
             </p>
+            <p id="attention-stationary" class="note">{stationary}</p>
             {crate::views::panel::verdict_line("verdict-markov".into(), move || lab.panels.with(|p| p.as_ref().and_then(|p| p.verdicts.markov.clone())))}
             {crate::views::panel::verdict_line("verdict-kernel".into(), move || lab.panels.with(|p| p.as_ref().and_then(|p| p.verdicts.kernel.clone())))}
             {crate::lab::gpu_copy_note(lab)}

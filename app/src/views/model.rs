@@ -108,7 +108,13 @@ pub fn ModelPanel(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
         m.reading.track();
         picked.set(None);
     });
-    let at = move || picked.get().or_else(|| m.reading.with(|r| r.as_ref().map(|r| r.pieces.len().saturating_sub(1))));
+    // A masked LM's (BERT's) first mask, else the last token.
+    let at = move || {
+        picked.get().or_else(|| {
+            m.reading.with(|r| r.as_ref().map(|r| r.masks.first().copied().unwrap_or(r.pieces.len().saturating_sub(1))))
+        })
+    };
+    let fills = move || m.opened.with(|o| o.as_ref().and_then(|o| o.fills.clone()));
     let pieces = move || {
         m.reading.with(|r| {
             r.as_ref().map(|r| {
@@ -134,7 +140,18 @@ pub fn ModelPanel(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
             let r = r.as_ref()?;
             let (next, piece) = (r.next.get(i)?, r.pieces.get(i)?);
             let c: Vec<String> = next.iter().map(|(t, p)| format!("\"{}\" {:.0}%", shown(t), 100.0 * p)).collect();
-            Some(format!("After \"{}\" (token {}) the model expects: {}", shown(piece), i + 1, c.join(", ")))
+            let (c, piece) = (c.join(", "), shown(piece));
+            Some(match (r.predicts.as_str(), r.masks.contains(&i)) {
+                ("masked", true) => format!("At \"{}\" (token {}) the model fills in: {c}", piece.trim(), i + 1),
+                ("masked", false) => format!(
+                    "Were \"{}\" (token {}) masked, the model would put there: {c}. It reads the text both ways at once: \
+                     put {} in the text where it should fill in.",
+                    piece.trim(),
+                    i + 1,
+                    fills().unwrap_or_default()
+                ),
+                _ => format!("After \"{piece}\" (token {}) the model expects: {c}", i + 1),
+            })
         })
     };
     let rows = move || {
@@ -267,11 +284,30 @@ pub fn ModelPanel(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                         "Read"
                     </button>
                 </div>
-                <ModelWriting lab=lab />
+                <Show
+                    when=move || fills().is_none()
+                    fallback=move || {
+                        view! {
+                            <p id="model-fills" class="note">
+                                {move || format!(
+                                    "{} reads the whole text at once, both ways, so it does not write left to right: \
+                                     put {} in the text and Read, and it says what it would put there.",
+                                    m.opened.with(|o| o.as_ref().map(|o| o.family.clone()).unwrap_or_default()),
+                                    fills().unwrap_or_default()
+                                )}
+                            </p>
+                        }
+                    }
+                >
+                    <ModelWriting lab=lab />
+                </Show>
             </Show>
             <Show when=move || m.reading.with(Option::is_some)>
                 <p class="caption">
-                    "The tokens as the model's tokenizer cuts them (␣ is a space); pick one for what the model expects after it:"
+                    {move || match fills() {
+                        None => "The tokens as the model's tokenizer cuts them (␣ is a space); pick one for what the model expects after it:".to_string(),
+                        Some(mask) => format!("The tokens as the model's tokenizer cuts them (␣ is a space); pick one for what the model would put there ({mask} is a gap it fills in):"),
+                    }}
                 </p>
                 <p id="model-tokens" class="pieces">{pieces}</p>
                 <p id="model-next">{next_line}</p>

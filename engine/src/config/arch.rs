@@ -53,6 +53,14 @@ pub struct Arch {
     pub parallel_residual: bool,
     /// The head reads the token embedding (GPT-2, SmolLM2) instead of keeping its own matrix.
     pub tied_head: bool,
+    /// Post-LN (BERT): each norm follows a residual sum, `h = LN1(x + attn(x))`,
+    /// `x' = LN2(h + mlp(h))`, and the embedding has a norm of its own. The engine keeps one
+    /// layout for both: block i's first norm is the one that puts its input on the sphere (the
+    /// embedding's, then the previous block's last), its second the one after attention, and the
+    /// final norm the last block's; the residual carries the normalised stream.
+    pub post_norm: bool,
+    /// BERT's masked-LM head: `LN(act(dense x))` before the vocabulary matrix.
+    pub head_transform: bool,
 }
 
 /// The lab's LayerNorm epsilon, GPT-2's.
@@ -69,6 +77,8 @@ impl Default for Arch {
             kv_heads: 0,
             parallel_residual: false,
             tied_head: false,
+            post_norm: false,
+            head_transform: false,
         }
     }
 }
@@ -93,6 +103,18 @@ impl Arch {
         }
     }
 
+    /// The slot a residual connection adds into `into`: the block's input (Pre-LN), or in a
+    /// Post-LN block the normalised stream the sub-layer read (`Ln1Out` into `H`, `Ln2Out` into
+    /// `Next`).
+    pub fn residual_from(&self, from: crate::model::architecture::Slot) -> crate::model::architecture::Slot {
+        use crate::model::architecture::Slot;
+        match (self.post_norm, from) {
+            (true, Slot::X) => Slot::Ln1Out,
+            (true, Slot::H) => Slot::Ln2Out,
+            (_, s) => s,
+        }
+    }
+
     /// Rows of learned positions for a context of `context` (none with rotary positions).
     pub fn position_rows(&self, context: usize) -> usize {
         match self.positions {
@@ -111,6 +133,9 @@ impl Arch {
         if kv == 0 || !heads.is_multiple_of(kv) {
             return refuse(format!("{kv} key/value heads do not divide {heads} query heads into equal groups"));
         }
+        if self.post_norm && self.parallel_residual {
+            return refuse("a Post-LN block runs attention and the MLP one after the other".into());
+        }
         if let Positions::Rotary { dims, base } = self.positions {
             if dims == 0 || dims > head_size || !dims.is_multiple_of(2) {
                 return refuse(format!(
@@ -126,10 +151,14 @@ impl Arch {
 
     /// What the block is, in a few words for the reports ("Pre-LN, LayerNorm, learned positions").
     pub fn describe(&self, heads: usize) -> String {
-        let mut parts = vec![match self.norm {
+        let mut parts = vec![];
+        if self.post_norm {
+            parts.push("Post-LN (a norm after each residual sum)".to_string());
+        }
+        parts.push(match self.norm {
             NormKind::LayerNorm => "LayerNorm".to_string(),
             NormKind::RmsNorm => "RMSNorm".to_string(),
-        }];
+        });
         parts.push(match self.positions {
             Positions::Learned => "learned positions".into(),
             Positions::Rotary { dims, base } => format!("rotary positions on {dims} dims (base {base})"),
@@ -143,6 +172,9 @@ impl Arch {
         }
         if self.parallel_residual {
             parts.push("parallel attention and MLP".into());
+        }
+        if self.head_transform {
+            parts.push("masked-LM head".into());
         }
         parts.join(", ")
     }

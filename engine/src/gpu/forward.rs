@@ -1,7 +1,8 @@
 //! The forward pass as a list of GPU ops, recorded from `architecture::BLOCK` as the CPU's
 //! `Model::trunk` walks it: the embedding, every block, the final LayerNorm and the head. A real
 //! model's block varies the walk as `cfg.arch` says, as the CPU's does: RMSNorm, rotary positions
-//! before the attention, a gated MLP, the MLP's norm reading the block's input (parallel). The
+//! before the attention, a gated MLP, the MLP's norm reading the block's input (parallel), the
+//! residual carrying the normalised stream (Post-LN) and a masked-LM head's transform. The
 //! trainer records it once for its batch and appends the loss and the backward pass; the reader
 //! records it for one text and reads every buffer back. Shapes: B rows of T positions, N = B*T,
 //! C = d_model, F = d_ff, V vocab, NH heads of hs = C / NH.
@@ -80,6 +81,9 @@ pub struct Activations {
     pub logits: Tensor,
     /// Rotary positions' cosines and sines for the T positions (`rotary::table`).
     pub rotary: Option<Tensor>,
+    /// A masked-LM head's transform (BERT): its linear's output, the activation's, the norm's
+    /// centred rows, 1/std and output (what the head reads).
+    pub transform: Option<[Tensor; 5]>,
 }
 
 impl Activations {
@@ -101,7 +105,17 @@ impl Activations {
             Positions::Rotary { dims, base } => Some(Rotary::upload(ctx, t, dims, base)?),
             Positions::Learned => None,
         };
-        Ok(Activations { resid, blocks, lnf, logits: z("logits", n * m.vocab)?, rotary })
+        let transform = match m.arch.head_transform {
+            true => Some([
+                z("tr_pre", n * c)?,
+                z("tr_act", n * c)?,
+                z("tr_u", n * c)?,
+                z("tr_rstd", n)?,
+                z("tr_out", n * c)?,
+            ]),
+            false => None,
+        };
+        Ok(Activations { resid, blocks, lnf, logits: z("logits", n * m.vocab)?, rotary, transform })
     }
 }
 
@@ -235,6 +249,7 @@ impl Pass<'_> {
                         ops.push(k.mm.op(ctx, h.p_times, 1.0, (&bk.att, h.att), (vv, h.head), 0.0, (y, h.head)));
                     }
                     Layer::Residual { into, from } => {
+                        let from = m.arch.residual_from(from);
                         ops.push(k.ew.add(ctx, (slot(from), 0), (slot(into), 0), n * into.width(m)))
                     }
                     Layer::Activation => match (ids.gate, &bk.gate) {
@@ -252,7 +267,18 @@ impl Pass<'_> {
         let [u, rstd, out] = &a.lnf;
         let af = self.affine(self.layout.lnf_w, self.layout.lnf_b);
         ops.push(k.ln.forward(ctx, out, u, rstd, &a.resid[m.layers], self.params, self.grads, af, n, c));
-        self.linear_forward(&mut ops, &a.logits, out, &self.linear(LinearId::Head));
+        let head_in = match (self.layout.transform, &a.transform) {
+            (Some(tr), Some([pre, act, tu, trstd, tout])) => {
+                let off = |i: usize| self.layout.tensors[i].offset;
+                self.linear_forward(&mut ops, pre, out, &Linear { w: off(tr.w), b: off(tr.b), din: c, dout: c });
+                ops.push(k.act.forward(ctx, m.activation, act, pre));
+                let af = self.affine(tr.ln_w, tr.ln_b);
+                ops.push(k.ln.forward(ctx, tout, tu, trstd, act, self.params, self.grads, af, n, c));
+                tout
+            }
+            _ => out,
+        };
+        self.linear_forward(&mut ops, &a.logits, head_in, &self.linear(LinearId::Head));
         ops
     }
 }

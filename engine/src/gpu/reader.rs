@@ -39,7 +39,7 @@ impl GpuReader {
             let msg = format!("a window of 1 to {} tokens below {}, got {t}", m.context, m.vocab);
             return Err(Error::Data(msg).into());
         }
-        if !m.causal && t < m.context {
+        if !m.causal && t < m.context && m.arch.is_lab_block() {
             return Err(Error::Config("a model that attends both ways needs a full window".into()).into());
         }
         let ctx = &self.ctx;
@@ -162,7 +162,8 @@ mod tests {
 
     /// Every real model's block reads on the GPU as on the CPU: GPT-NeoX's (LayerNorm, rotary on a
     /// quarter of each head, parallel, exact GELU) and Llama's (RMSNorm, rotary on the whole head,
-    /// gated SiLU, shared key/value heads stored per query head, tied head).
+    /// gated SiLU, shared key/value heads stored per query head, tied head), and BERT's (Post-LN,
+    /// attending both ways, the masked-LM head's transform).
     #[test]
     fn reads_every_family_block_as_the_cpu_does() {
         use crate::config::{Activation, Mlp, NormKind, Positions};
@@ -184,7 +185,11 @@ mod tests {
             tied_head: true,
             ..Arch::default()
         };
-        for (arch, activation) in [(neox, Activation::GeluExact), (llama, Activation::Silu)] {
+        let bert = Arch { post_norm: true, head_transform: true, tied_head: true, norm_eps: 1e-12, ..Arch::default() };
+        for (arch, activation) in
+            [(neox, Activation::GeluExact), (llama, Activation::Silu), (bert, Activation::GeluExact)]
+        {
+            let causal = !arch.post_norm;
             let cfg = ModelConfig {
                 vocab: 61,
                 d_model: 32,
@@ -194,6 +199,7 @@ mod tests {
                 context: 33,
                 arch,
                 activation,
+                causal,
                 ..ModelConfig::default()
             };
             let mut model = Model::<f32>::new(cfg).unwrap();

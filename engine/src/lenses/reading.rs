@@ -42,6 +42,10 @@ pub struct HeadLens {
     /// the softmax. The largest minus the smallest of those exponents over the text's keys: 0 would
     /// make them the same chain.
     pub key_norm_range: f64,
+    /// A head that attends both ways is a walk over every token: its stationary distribution
+    /// (`pi P = pi`), when it is unique. Empty for a causal head, whose walk ends at the first token.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stationary: Vec<f64>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -94,8 +98,14 @@ pub struct Inspection {
     /// Per layer 0..=L.
     pub layers: Vec<LayerLens>,
     pub depth: DepthFit,
-    /// After each token, the model's best candidates for the next one with their probabilities.
+    /// Per token, the model's best candidates with their probabilities: for the token after it
+    /// (`predicts` "next"), or for the token itself, as if it were masked (a masked LM, "masked").
     pub next: Vec<Vec<(String, f64)>>,
+    #[serde(default = "next_token")]
+    pub predicts: String,
+    /// Where the text holds the mask token (a masked LM's candidates there are what it fills in).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub masks: Vec<usize>,
     /// Where the forward pass ran: "CPU", or "WebGPU (adapter)".
     #[serde(default)]
     pub on: String,
@@ -103,6 +113,10 @@ pub struct Inspection {
 
 fn layer_norm() -> String {
     "LayerNorm".into()
+}
+
+fn next_token() -> String {
+    "next".into()
 }
 
 /// A text's forward pass: its tokens, what the pass kept, the (T, V) logits, and where it ran
@@ -181,6 +195,21 @@ fn layer(model: &Model<f32>, cache: &Cache<f32>, l: usize) -> Result<LayerLens> 
                 kernel_tv_mean: kd.mean,
                 kernel_tv_max: kd.max,
                 key_norm_range: range,
+                stationary: match cfg.causal {
+                    true => Vec::new(),
+                    // Rows summed in f32 are 1 within about 1e-7: the chain is P with its rows
+                    // renormalised in f64, so the stationary check sees the walk, not the rounding.
+                    false => {
+                        let chain: Vec<f64> = p
+                            .chunks_exact(t)
+                            .flat_map(|row| {
+                                let z: f64 = row.iter().sum();
+                                row.iter().map(move |x| x / z)
+                            })
+                            .collect();
+                        markov::stationary(&chain, t).unwrap_or_default()
+                    }
+                },
             });
         }
     }
@@ -233,7 +262,10 @@ pub(super) fn measure(p: &Pretrained, r: &Read) -> Result<Inspection> {
     Ok(Inspection {
         model: p.name.clone(),
         family: p.family.name().to_string(),
-        block: cfg.arch.describe(cfg.heads),
+        block: match cfg.causal {
+            true => cfg.arch.describe(cfg.heads),
+            false => format!("{}, attention both ways", cfg.arch.describe(cfg.heads)),
+        },
         norm: match cfg.arch.norm {
             crate::config::NormKind::LayerNorm => layer_norm(),
             crate::config::NormKind::RmsNorm => "RMSNorm".into(),
@@ -248,12 +280,18 @@ pub(super) fn measure(p: &Pretrained, r: &Read) -> Result<Inspection> {
         layers,
         depth: DepthFit::default(),
         next: next.collect(),
+        predicts: if cfg.arch.head_transform { "masked".into() } else { next_token() },
+        masks: match p.tokenizer.mask() {
+            Some(m) if cfg.arch.head_transform => (0..r.ids.len()).filter(|&i| r.ids[i] == m).collect(),
+            _ => Vec::new(),
+        },
         on: r.on.clone(),
     })
 }
 
 /// The raw tensors of a forward pass as a safetensors file: `hidden.{i}` (T, C), the
-/// residual stream entering block i (i = L: the last block's output, before `ln_f`); `attn.{l}`
+/// residual stream entering block i (i = L: the last block's output, before `ln_f`; Post-LN: after
+/// the norm that ends the block before, as transformers' hidden states are); `attn.{l}`
 /// (NH, T, T), layer l's attention probabilities; `logits` (T, V).
 pub fn dump(p: &Pretrained, r: &Read) -> Result<Vec<u8>> {
     let (cache, cfg) = (&r.cache, &p.model.cfg);
@@ -261,6 +299,13 @@ pub fn dump(p: &Pretrained, r: &Read) -> Result<Vec<u8>> {
     let bytes = |xs: &[f32]| xs.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
     let mut tensors: Vec<(String, Vec<usize>, Vec<u8>)> = Vec::new();
     for (i, x) in cache.resid.iter().enumerate() {
+        // Post-LN (BERT): the stream between blocks is the normalised one (transformers'
+        // hidden states), which the engine keeps as the next norm's output.
+        let x = match (cfg.arch.post_norm, cache.blocks.get(i)) {
+            (false, _) => x,
+            (true, Some(b)) => &b.ln1_out,
+            (true, None) => &cache.lnf_out,
+        };
         tensors.push((format!("hidden.{i}"), vec![t, c], bytes(x)));
     }
     for (l, b) in cache.blocks.iter().enumerate() {

@@ -82,7 +82,7 @@ pub fn first_view(p: &Pretrained, r: Read) -> Result<Reading> {
     }
     out.verdicts = Verdicts {
         sphere: Some(on_sphere(&inspection)),
-        markov: Some(markov_chain(worst_row, t)),
+        markov: Some(markov_chain(worst_row, t, &inspection)),
         kernel: Some(kernel(&inspection)),
         ..Verdicts::default()
     };
@@ -119,13 +119,14 @@ fn on_sphere(r: &Inspection) -> Verdict {
     )
 }
 
-fn markov_chain(worst: f64, t: usize) -> Verdict {
+fn markov_chain(worst: f64, t: usize, r: &Inspection) -> Verdict {
     match worst.is_finite() {
         true => settled(
             Agreement::Agrees,
             format!(
                 "A Markov chain: every row of every head's {t} x {t} attention is non-negative and sums to 1 within \
-                 {worst:.1e}, so P is the transition matrix of a random walk over the text's tokens."
+                 {worst:.1e}, so P is the transition matrix of a random walk over the text's tokens.{}",
+                both_ways(r)
             ),
         ),
         false => settled(Agreement::Disagrees, "Not a Markov matrix: a head's attention fails the check.".into()),
@@ -155,5 +156,34 @@ fn kernel(r: &Inspection) -> Verdict {
             name(closest),
             name(farthest)
         ),
+    )
+}
+
+/// For a model that attends both ways: where its heads' walks settle (their stationary
+/// distributions, averaged over the heads that have one).
+fn both_ways(r: &Inspection) -> String {
+    let heads: Vec<&[f64]> = r
+        .layers
+        .iter()
+        .flat_map(|l| l.heads.iter().map(|h| h.stationary.as_slice()))
+        .filter(|s| !s.is_empty())
+        .collect();
+    let all = r.layers.iter().map(|l| l.heads.len()).sum::<usize>();
+    if heads.is_empty() {
+        return String::new();
+    }
+    let t = r.tokens.len();
+    let mean: Vec<f64> = (0..t).map(|i| heads.iter().map(|s| s[i]).sum::<f64>() / heads.len() as f64).collect();
+    let mut order: Vec<usize> = (0..t).collect();
+    order.sort_by(|&a, &b| mean[b].total_cmp(&mean[a]));
+    let most: Vec<String> =
+        order.iter().take(3).map(|&i| format!("\"{}\" (token {i}, {:.2})", r.pieces[i].trim(), mean[i])).collect();
+    format!(
+        " Attention runs both ways, so each head is a walk over all {t} tokens with a stationary distribution π \
+         (πP = π; unique for {} of the {all} heads): averaged over them the walk settles most on {}, against {:.2} \
+         for a walk that favoured no token.",
+        heads.len(),
+        most.join(", "),
+        1.0 / t as f64
     )
 }

@@ -212,7 +212,9 @@ impl<S: Scalar> Model<S> {
         if tokens.is_empty() || tokens.len() > t {
             return Err(Error::Data(format!("a window of 1 to {t} tokens, got {}", tokens.len())));
         }
-        if !self.cfg.causal && tokens.len() < t {
+        // The lab's own bidirectional models are trained on full windows; a real one (BERT) reads
+        // any length.
+        if !self.cfg.causal && tokens.len() < t && self.cfg.arch.is_lab_block() {
             return Err(Error::Config("a model that attends both ways needs a full window".into()));
         }
         let mut cache = super::Cache::window(&self.cfg, 1, tokens.len());
@@ -221,12 +223,23 @@ impl<S: Scalar> Model<S> {
     }
 
     /// The logits (N, V) of a forward pass (`read`'s, or `forward`'s, whose cache keeps the
-    /// probabilities instead).
+    /// probabilities instead); a masked-LM head (BERT) transforms the final stream first.
     pub fn logits(&self, cache: &super::Cache<S>) -> Vec<S> {
         let (n, c, v) = (cache.b * cache.t, self.cfg.d_model, self.cfg.vocab);
         let mut logits = vec![S::zero(); n * v];
         let l = &self.layout;
-        linear::forward(&mut logits, &cache.lnf_out, self.p(l.head_w), self.p(l.head_b), n, c, v);
+        let transformed = l.transform.map(|tr| {
+            let (mut pre, mut act, mut out) = (vec![S::zero(); n * c], vec![S::zero(); n * c], vec![S::zero(); n * c]);
+            linear::forward(&mut pre, &cache.lnf_out, self.p(tr.w), self.p(tr.b), n, c, c);
+            activation::forward(self.cfg.activation, &mut act, &pre);
+            // The norm's centred rows are not kept: `pre` takes them.
+            let (arch, mut rstd) = (&self.cfg.arch, vec![S::zero(); n]);
+            let (w, b) = (self.p(tr.ln_w), self.p(tr.ln_b));
+            layer_norm::forward_as(arch.norm, arch.norm_eps, &mut out, &mut pre, &mut rstd, &act, w, b, c);
+            out
+        });
+        let x = transformed.as_deref().unwrap_or(&cache.lnf_out);
+        linear::forward(&mut logits, x, self.p(l.head_w), self.p(l.head_b), n, c, v);
         logits
     }
 }

@@ -2,7 +2,7 @@
 //!
 //! `x0 = wte[tok] + wpe[pos]`; per block `h = x + O(attn(LN1(x)))`, `x' = h + proj(act(fc(LN2(h))))`;
 //! then `logits = head(LN_f(x))`. A real model's block varies this as `cfg.arch` says (RMSNorm,
-//! rotary positions, a gated MLP, attention and MLP in parallel); the backward pass is the lab's
+//! rotary positions, a gated MLP, attention and MLP in parallel, Post-LN); the backward pass is the lab's
 //! block's, the only one it trains (`config::train` refuses the others).
 //!
 //! Shapes: B batch rows, T positions, C = d_model, F = d_ff, V vocab, N = B*T tokens.
@@ -169,7 +169,9 @@ impl<S: Scalar> Model<S> {
             }
             attention::forward(&mut bc.att, &mut bc.attn_y, &bc.q, &bc.k, &bc.v, shape);
             linear::forward(&mut bc.h, &bc.attn_y, self.p(ids.o_w), self.p(ids.o_b), n, c, c);
-            bc.h.iter_mut().zip(x).for_each(|(h, &x)| *h += x);
+            // Post-LN (BERT) adds the normalised stream the attention read.
+            let skip = if arch.post_norm { &bc.ln1_out } else { x };
+            bc.h.iter_mut().zip(skip).for_each(|(h, &x)| *h += x);
             // In parallel (GPT-NeoX) the MLP reads the block's input, not h.
             let mlp_in = if arch.parallel_residual { x } else { &bc.h };
             norm(&mut bc.ln2_out, &mut bc.ln2_u, &mut bc.ln2_rstd, mlp_in, ids.ln2_w, ids.ln2_b);
@@ -183,7 +185,8 @@ impl<S: Scalar> Model<S> {
                 }
             }
             linear::forward(next, &bc.fc_act, self.p(ids.proj_w), self.p(ids.proj_b), n, f, c);
-            next.iter_mut().zip(&bc.h).for_each(|(y, &h)| *y += h);
+            let skip = if arch.post_norm { &bc.ln2_out } else { &bc.h };
+            next.iter_mut().zip(skip).for_each(|(y, &h)| *y += h);
         }
         let last = &cache.resid[self.cfg.layers];
         norm(&mut cache.lnf_out, &mut cache.lnf_u, &mut cache.lnf_rstd, last, l.lnf_w, l.lnf_b);

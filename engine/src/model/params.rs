@@ -66,6 +66,15 @@ impl BlockIds {
     }
 }
 
+/// BERT's masked-LM head transform before the vocabulary matrix: `LN(act(x W^T + b))`.
+#[derive(Clone, Copy, Debug)]
+pub struct Transform {
+    pub w: usize,
+    pub b: usize,
+    pub ln_w: usize,
+    pub ln_b: usize,
+}
+
 #[derive(Clone, Debug)]
 pub struct Layout {
     pub tensors: Vec<TensorInfo>,
@@ -74,6 +83,8 @@ pub struct Layout {
     pub blocks: Vec<BlockIds>,
     pub lnf_w: usize,
     pub lnf_b: usize,
+    /// The head's transform (`arch.head_transform`), between the final norm and the head.
+    pub transform: Option<Transform>,
     pub head_w: usize,
     pub head_b: usize,
     pub total: usize,
@@ -132,10 +143,16 @@ impl Layout {
         }
         let lnf_w = add("ln_f.weight".into(), vec![c]);
         let lnf_b = add("ln_f.bias".into(), vec![c]);
+        let transform = cfg.arch.head_transform.then(|| Transform {
+            w: add("head.transform.weight".into(), vec![c, c]),
+            b: add("head.transform.bias".into(), vec![c]),
+            ln_w: add("head.transform_norm.weight".into(), vec![c]),
+            ln_b: add("head.transform_norm.bias".into(), vec![c]),
+        });
         let head_w = if tied { wte } else { add("head.weight".into(), vec![v, c]) };
         let head_b = add("head.bias".into(), vec![v]);
         let total = tensors.last().map_or(0, |x| x.offset + x.len);
-        Layout { tensors, wte, wpe, blocks, lnf_w, lnf_b, head_w, head_b, total }
+        Layout { tensors, wte, wpe, blocks, lnf_w, lnf_b, transform, head_w, head_b, total }
     }
 
     /// The slice of tensor `id` in a flat buffer laid out by this layout.

@@ -1,4 +1,4 @@
-//! Real transformers in the lab: GPT-2, GPT-NeoX (Pythia), Llama and Qwen2 opened from Hugging
+//! Real transformers in the lab: GPT-2, GPT-NeoX (Pythia), Llama, Qwen2 and BERT opened from Hugging
 //! Face's files (`config.json`, `model.safetensors` and the tokenizer's files), read with the
 //! model's own tokenizer, and seen through the lab's lenses.
 //!
@@ -65,6 +65,7 @@ impl Pretrained {
                 )))
             }
         };
+        let tokenizer = if family == Family::Bert { tokenizer.wrapping() } else { tokenizer };
         if tokenizer.vocab_size() > cfg.vocab {
             return Err(Error::Data(format!(
                 "the tokenizer has {} tokens but the model's embedding has {}: they are not of one model",
@@ -84,6 +85,14 @@ impl Pretrained {
     /// Refuses writing that would run past the model's context: like `transformers`, the lab does
     /// not slide a real model's window (each new token would cost a whole pass over the context).
     pub fn check_writing(&self, spec: &crate::sample::SampleSpec) -> Result<()> {
+        if !self.model.cfg.causal {
+            return Err(Error::Config(format!(
+                "{} reads the whole text at once, attending both ways: it does not write left to right. Put {} in \
+                 the text instead and read it: the candidates for each mask are what it would write there",
+                self.family.name(),
+                self.tokenizer.mask().map_or("a mask token".into(), |m| self.tokenizer.decode(&[m]))
+            )));
+        }
         let prompt = self.tokenizer.encode(&spec.prompt)?.len().max(1);
         let context = self.model.cfg.context;
         if prompt + spec.tokens > context {

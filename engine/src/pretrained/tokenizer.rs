@@ -29,6 +29,8 @@ pub struct Tokenizer {
     inner: Inner,
     /// Where the model starts a text of its own (GPT-2's `<|endoftext|>`).
     start: u32,
+    /// The tokenizer's own special tokens go around every text (BERT's `[CLS] … [SEP]`).
+    wrap: bool,
 }
 
 enum Inner {
@@ -51,7 +53,7 @@ impl Tokenizer {
     /// GPT-2's tokenizer without its files (`tiktoken-rs`'s `r50k_base`).
     #[cfg(not(target_arch = "wasm32"))]
     pub fn gpt2() -> Tokenizer {
-        Tokenizer { inner: Inner::Tiktoken(tiktoken_rs::r50k_base_singleton()), start: END_OF_TEXT }
+        Tokenizer { inner: Inner::Tiktoken(tiktoken_rs::r50k_base_singleton()), start: END_OF_TEXT, wrap: false }
     }
 
     /// The tokenizer `files` describe.
@@ -66,7 +68,22 @@ impl Tokenizer {
             .map_err(|e| Error::Data(format!("tokenizer.json could not be read: {e}")))?;
         // GPT-2, Pythia and Qwen2 start a text of their own after <|endoftext|>, Llama after <s>.
         let start = [END_OF_TEXT_TOKEN, "<s>", "<|begin_of_text|>"].iter().find_map(|s| t.token_to_id(s)).unwrap_or(0);
-        Ok(Tokenizer { inner: Inner::Hf(Box::new(t)), start })
+        Ok(Tokenizer { inner: Inner::Hf(Box::new(t)), start, wrap: false })
+    }
+
+    /// The same tokenizer, putting its special tokens around every text as its post-processor
+    /// says (BERT reads `[CLS] text [SEP]`, as transformers' tokenizer gives it by default).
+    pub fn wrapping(self) -> Tokenizer {
+        Tokenizer { wrap: true, ..self }
+    }
+
+    /// The id of the token a masked-LM fills in (`[MASK]`, or RoBERTa's `<mask>`), if it has one.
+    pub fn mask(&self) -> Option<u32> {
+        match &self.inner {
+            Inner::Hf(t) => ["[MASK]", "<mask>"].iter().find_map(|m| t.token_to_id(m)),
+            #[cfg(not(target_arch = "wasm32"))]
+            Inner::Tiktoken(_) => None,
+        }
     }
 
     /// How many ids the tokenizer can give (its added tokens included).
@@ -84,7 +101,7 @@ impl Tokenizer {
     pub fn encode(&self, text: &str) -> Result<Vec<u32>> {
         match &self.inner {
             Inner::Hf(t) => t
-                .encode(text, false)
+                .encode(text, self.wrap)
                 .map(|e| e.get_ids().to_vec())
                 .map_err(|e| Error::Data(format!("the tokenizer could not read the text: {e}"))),
             #[cfg(not(target_arch = "wasm32"))]

@@ -136,7 +136,8 @@ def write_safetensors(path, tensors):
         if isinstance(a, tuple):
             dtype, a = a
         else:
-            dtype = {np.dtype("float32"): "F32", np.dtype("float16"): "F16", np.dtype("bool"): "BOOL"}[a.dtype]
+            dtype = {np.dtype("float32"): "F32", np.dtype("float16"): "F16", np.dtype("bool"): "BOOL",
+                     np.dtype("int64"): "I64"}[a.dtype]
         a = np.ascontiguousarray(a)
         data = a.astype(a.dtype.newbyteorder("<")).tobytes()
         header[name] = {"dtype": dtype, "shape": list(a.shape), "data_offsets": [offset, offset + len(data)]}

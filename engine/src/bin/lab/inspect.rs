@@ -184,7 +184,9 @@ fn print(r: &Inspection, m: &Pretrained) {
     for l in &r.layers {
         let ent: Vec<String> = l.heads.iter().map(|h| format!("{:.2}", h.entropy)).collect();
         let tv: Vec<String> = l.heads.iter().map(|h| format!("{:.2}", h.kernel_tv_mean)).collect();
-        let name = if l.layer == r.n_layer { "ln_f".to_string() } else { l.layer.to_string() };
+        // Post-LN's last norm ends the last block; Pre-LN's final norm stands after it.
+        let last = if cfg.arch.post_norm { "out" } else { "ln_f" };
+        let name = if l.layer == r.n_layer { last.to_string() } else { l.layer.to_string() };
         println!(
             "{name:>5}  {:>13.2}  {:>8.3} (worst {:.1e})  {:>28.1}%  {:<24}  {}",
             l.residual_norm,
@@ -205,9 +207,18 @@ fn print(r: &Inspection, m: &Pretrained) {
     for e in &r.depth.errors {
         println!("- not fitted: {e}");
     }
-    if let (Some(last), Some(piece)) = (r.next.last(), r.pieces.last()) {
-        let c: Vec<String> = last.iter().map(|(t, p)| format!("{t:?} {p:.2}")).collect();
-        println!("\nAfter {piece:?} the model expects: {}", c.join(", "));
+    let candidates = |i: usize| r.next[i].iter().map(|(t, p)| format!("{t:?} {p:.2}")).collect::<Vec<_>>().join(", ");
+    match (r.predicts.as_str(), r.pieces.last()) {
+        ("masked", _) if r.masks.is_empty() => {
+            println!("\nA masked LM fills in its mask token: put one in the text (BERT's [MASK]) for its candidates.")
+        }
+        ("masked", _) => {
+            for &i in &r.masks {
+                println!("\nAt the mask (token {i}) the model fills in: {}", candidates(i));
+            }
+        }
+        (_, Some(piece)) => println!("\nAfter {piece:?} the model expects: {}", candidates(r.next.len() - 1)),
+        _ => {}
     }
 }
 

@@ -63,6 +63,7 @@ pub fn config(text: &[u8]) -> Result<ModelConfig> {
         kv_heads: 0,
         parallel_residual: f.bool("use_parallel_residual", true)?,
         tied_head: f.bool("tie_word_embeddings", false)?,
+        ..Arch::default()
     };
     Ok(ModelConfig { vocab, d_model: c, heads, layers, d_ff, context, activation, causal: true, seed: 0, arch })
 }

@@ -70,6 +70,7 @@ pub fn config(text: &[u8], qwen2: bool) -> Result<ModelConfig> {
         kv_heads,
         parallel_residual: false,
         tied_head: f.bool("tie_word_embeddings", false)?,
+        ..Arch::default()
     };
     Ok(ModelConfig { vocab, d_model: c, heads, layers, d_ff, context, activation, causal: true, seed: 0, arch })
 }

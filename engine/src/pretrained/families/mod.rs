@@ -7,7 +7,9 @@
 //!   attention and MLP in parallel, exact GELU).
 //! - `llama`: Llama (SmolLM2, TinyLlama) and Qwen2, which is Llama with biases on q, k and v
 //!   (RMSNorm, rotary positions, a gated SiLU MLP, grouped-query attention).
+//! - `bert`: BERT (`BertForMaskedLM`): Post-LN, attention both ways, the masked-LM head.
 
+pub mod bert;
 pub mod gpt2;
 pub mod gpt_neox;
 pub mod llama;
@@ -24,10 +26,12 @@ pub enum Family {
     Gpt2,
     GptNeox,
     Llama,
+    Bert,
 }
 
 /// The `model_type`s each family reads.
-const KNOWN: &str = "gpt2 (GPT-2), gpt_neox (Pythia), llama (SmolLM2, TinyLlama) or qwen2 (Qwen2, Qwen2.5)";
+const KNOWN: &str =
+    "gpt2 (GPT-2), gpt_neox (Pythia), llama (SmolLM2, TinyLlama), qwen2 (Qwen2, Qwen2.5) or bert (BERT)";
 
 impl Family {
     /// The family's name in reports.
@@ -36,6 +40,7 @@ impl Family {
             Family::Gpt2 => "GPT-2",
             Family::GptNeox => "GPT-NeoX",
             Family::Llama => "Llama",
+            Family::Bert => "BERT",
         }
     }
 
@@ -53,6 +58,7 @@ impl Family {
             Some("gpt2") => (Family::Gpt2, gpt2::HfConfig::parse(text)?.model_config()?),
             Some("gpt_neox") => (Family::GptNeox, gpt_neox::config(text)?),
             Some(t @ ("llama" | "qwen2")) => (Family::Llama, llama::config(text, t == "qwen2")?),
+            Some("bert") => (Family::Bert, bert::config(text)?),
             Some(other) => return refuse(format!("model_type is \"{other}\"; the lab opens {KNOWN}")),
             None => return refuse(format!("no model_type; the lab opens {KNOWN}")),
         };
@@ -66,6 +72,7 @@ impl Family {
             Family::Gpt2 => gpt2::weights(cfg, bytes),
             Family::GptNeox => gpt_neox::weights(cfg, bytes),
             Family::Llama => llama::weights(cfg, bytes),
+            Family::Bert => bert::weights(cfg, bytes),
         }
     }
 }
