@@ -96,7 +96,7 @@ fn bert_reads_as_its_independent_forward_with_every_lens() {
     // The text report says where the mask is and what fills it.
     let (ok, out, err) = lab(&["inspect", "--model", d, "--text", TEXT]);
     assert!(ok, "{err}");
-    assert!(out.contains("At the mask (token 7) the model fills in:"), "{out}");
+    assert!(out.contains("At the mask (token 8) the model fills in:"), "{out}");
 
     // The GPU's forward (Post-LN residuals and the head's transform; lavapipe in CI) too.
     let gpu_dump = dir.join("dump-gpu.safetensors");

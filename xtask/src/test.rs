@@ -168,6 +168,10 @@ impl Ctx {
                 .args(["--family", family]);
             self.run(&format!("the {family} fixture (numpy)"), c)?;
         }
+        // BERT, which reads both ways and fills in [MASK].
+        let mut c = self.cmd(PYTHON);
+        c.arg(self.root.join("engine/tests/families/bert.py")).arg(hub.join("spherewalk/bert-fixture/resolve/main"));
+        self.run("the BERT fixture (numpy)", c)?;
         // Two more checkpoints of its training history (other weights) ...
         for (revision, seed) in [("step2000", "11"), ("step4000", "12")] {
             let mut c = self.cmd(PYTHON);

@@ -20,7 +20,10 @@ fn summary(p: &Pretrained) -> OpenedModel {
     OpenedModel {
         name: p.name.clone(),
         family: p.family.name().to_string(),
-        block: cfg.arch.describe(cfg.heads),
+        block: match cfg.causal {
+            true => cfg.arch.describe(cfg.heads),
+            false => format!("{}, attention both ways", cfg.arch.describe(cfg.heads)),
+        },
         layers: cfg.layers,
         heads: cfg.heads,
         d_model: cfg.d_model,

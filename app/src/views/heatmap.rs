@@ -295,7 +295,7 @@ pub fn AttentionPanel(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                 .map(|&i| {
                     format!(
                         "\"{}\" (token {}) {:.2}",
-                        crate::views::token_style::glyph(&r.pieces[i]).trim(),
+                        crate::views::token_style::glyph(r.pieces[i].trim()),
                         i + 1,
                         pi[i]
                     )

@@ -140,13 +140,13 @@ pub fn ModelPanel(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
             let r = r.as_ref()?;
             let (next, piece) = (r.next.get(i)?, r.pieces.get(i)?);
             let c: Vec<String> = next.iter().map(|(t, p)| format!("\"{}\" {:.0}%", shown(t), 100.0 * p)).collect();
-            let (c, piece) = (c.join(", "), shown(piece));
+            // A masked token is named without the space before it (shown as ␣ elsewhere).
+            let (c, bare, piece) = (c.join(", "), shown(piece.trim()), shown(piece));
             Some(match (r.predicts.as_str(), r.masks.contains(&i)) {
-                ("masked", true) => format!("At \"{}\" (token {}) the model fills in: {c}", piece.trim(), i + 1),
+                ("masked", true) => format!("At \"{bare}\" (token {}) the model fills in: {c}", i + 1),
                 ("masked", false) => format!(
-                    "Were \"{}\" (token {}) masked, the model would put there: {c}. It reads the text both ways at once: \
-                     put {} in the text where it should fill in.",
-                    piece.trim(),
+                    "Were \"{bare}\" (token {}) masked, the model would put there: {c}. It reads the text both ways at \
+                     once: put {} in the text where it should fill in.",
                     i + 1,
                     fills().unwrap_or_default()
                 ),
@@ -212,7 +212,7 @@ pub fn ModelPanel(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
             </Explain>
             <p class="caption model-intro">
                 "A model as Hugging Face keeps it (config.json, model.safetensors and tokenizer.json): GPT-2, \
-                 Pythia (GPT-NeoX), SmolLM2 or TinyLlama (Llama), Qwen2. Fetch it by its id (add @ and a revision, \
+                 Pythia (GPT-NeoX), SmolLM2 or TinyLlama (Llama), Qwen2, BERT. Fetch it by its id (add @ and a revision, \
                  such as Pythia's @step3000, for a checkpoint of its training) or pick its files from your disk. It \
                  runs here, in this tab: on the CPU, or on WebGPU as the Backend above says when the GPU can hold \
                  its weights; the browser keeps the files for the next visit."

@@ -176,8 +176,11 @@ fn both_ways(r: &Inspection) -> String {
     let mean: Vec<f64> = (0..t).map(|i| heads.iter().map(|s| s[i]).sum::<f64>() / heads.len() as f64).collect();
     let mut order: Vec<usize> = (0..t).collect();
     order.sort_by(|&a, &b| mean[b].total_cmp(&mean[a]));
-    let most: Vec<String> =
-        order.iter().take(3).map(|&i| format!("\"{}\" (token {i}, {:.2})", r.pieces[i].trim(), mean[i])).collect();
+    let most: Vec<String> = order
+        .iter()
+        .take(3)
+        .map(|&i| format!("\"{}\" (token {}, {:.2})", r.pieces[i].trim(), i + 1, mean[i]))
+        .collect();
     format!(
         " Attention runs both ways, so each head is a walk over all {t} tokens with a stationary distribution π \
          (πP = π; unique for {} of the {all} heads): averaged over them the walk settles most on {}, against {:.2} \

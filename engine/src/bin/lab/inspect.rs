@@ -214,7 +214,7 @@ fn print(r: &Inspection, m: &Pretrained) {
         }
         ("masked", _) => {
             for &i in &r.masks {
-                println!("\nAt the mask (token {i}) the model fills in: {}", candidates(i));
+                println!("\nAt the mask (token {}) the model fills in: {}", i + 1, candidates(i));
             }
         }
         (_, Some(piece)) => println!("\nAfter {piece:?} the model expects: {}", candidates(r.next.len() - 1)),
