@@ -21,7 +21,7 @@ import os
 
 import numpy as np
 
-from fixture import layer_norm, write_safetensors
+from fixture import layer_norm, write_reference, write_safetensors
 
 CONFIG = {
     "architectures": ["BertForMaskedLM"], "model_type": "bert", "hidden_act": "gelu",
@@ -158,11 +158,7 @@ def main():
     write_safetensors(os.path.join(args.out, "model.safetensors"), on_disk)
     if args.reference:
         ids = [int(i) for i in args.reference.split(",")]
-        hidden, attns, logits = forward(w, ids, args.gamma)
-        ref = {f"hidden.{i}": h.astype(np.float32) for i, h in enumerate(hidden)}
-        ref.update({f"attn.{l}": a.astype(np.float32) for l, a in enumerate(attns)})
-        ref["logits"] = logits.astype(np.float32)
-        write_safetensors(os.path.join(args.out, "reference.safetensors"), ref)
+        write_reference(args.out, *forward(w, ids, args.gamma))
 
 
 if __name__ == "__main__":

@@ -151,6 +151,14 @@ def write_safetensors(path, tensors):
             out.write(b)
 
 
+def write_reference(out, hidden, attns, logits):
+    """OUT/reference.safetensors: hidden.{i}, attn.{l} and logits as float32."""
+    ref = {f"hidden.{i}": h.astype(np.float32) for i, h in enumerate(hidden)}
+    ref.update({f"attn.{l}": a.astype(np.float32) for l, a in enumerate(attns)})
+    ref["logits"] = logits.astype(np.float32)
+    write_safetensors(os.path.join(out, "reference.safetensors"), ref)
+
+
 def layer_norm(x, g, b, eps):
     mu = x.mean(-1, keepdims=True)
     var = ((x - mu) ** 2).mean(-1, keepdims=True)
@@ -323,11 +331,7 @@ def main():
     write_safetensors(os.path.join(args.out, "model.safetensors"), on_disk)
     if args.reference:
         ids = [int(i) for i in args.reference.split(",")]
-        hidden, attns, logits = forward(args.family, w, ids)
-        ref = {f"hidden.{i}": h.astype(np.float32) for i, h in enumerate(hidden)}
-        ref.update({f"attn.{l}": a.astype(np.float32) for l, a in enumerate(attns)})
-        ref["logits"] = logits.astype(np.float32)
-        write_safetensors(os.path.join(args.out, "reference.safetensors"), ref)
+        write_reference(args.out, *forward(args.family, w, ids))
 
 
 if __name__ == "__main__":
