@@ -15,12 +15,10 @@ pub const SPLIT_WEIGHTS: usize = 1 << 19;
 /// inp (N, in) -> out (N, out).
 pub fn forward<S: Scalar>(out: &mut [S], inp: &[S], w: &[S], b: &[S], n: usize, din: usize, dout: usize) {
     #[cfg(not(target_arch = "wasm32"))]
-    {
-        match din * dout >= SPLIT_WEIGHTS && dout >= 64 {
-            true if n > 1 && 2 * n <= din => return forward_transposed(out, inp, w, b, n, din, dout),
-            true => return forward_split(out, inp, w, b, n, din, dout),
-            false => {}
-        }
+    match din * dout >= SPLIT_WEIGHTS && dout >= 64 {
+        true if n > 1 && 2 * n <= din => return forward_transposed(out, inp, w, b, n, din, dout),
+        true => return forward_split(out, inp, w, b, n, din, dout),
+        false => {}
     }
     forward_whole(out, inp, w, b, n, din, dout)
 }
@@ -48,7 +46,8 @@ fn forward_split<S: Scalar>(out: &mut [S], inp: &[S], w: &[S], b: &[S], n: usize
 /// transposing gather that cost more than the product's own arithmetic at these shapes: on one
 /// core GPT-2 small's 64-token products ran at 81-92 GFLOP/s that way and at 138-156 this way, a
 /// d1024 model's 16-row shard at 28-30 and 84-89. With more rows than that the usual way is as
-/// fast or faster.
+/// fast or faster; smaller layers (the lab's own models) keep it too, so a training step of theirs
+/// allocates nothing here.
 #[cfg(not(target_arch = "wasm32"))]
 fn forward_transposed<S: Scalar>(out: &mut [S], inp: &[S], w: &[S], b: &[S], n: usize, din: usize, dout: usize) {
     use rayon::prelude::*;
@@ -144,7 +143,8 @@ mod tests {
 
     #[test]
     fn every_route_is_the_product_with_its_bias() {
-        // One row; few rows, small and split (out^T; a last block of fewer than 16 rows); many rows.
+        // One row; few rows in a small layer (the usual product) and in a split one (out^T, its last
+        // block of fewer than 16 rows); many rows.
         for (n, din, dout) in [(1, 96, 40), (19, 96, 40), (37, 1024, 1040), (3, 8, 5), (515, 1024, 1040)] {
             let (x, w, b) = layer(n, din, dout);
             let mut out = vec![f32::NAN; n * dout];
