@@ -252,9 +252,9 @@ impl Runner {
         }
     }
 
-    /// Goes back to the state after `target` steps (at most the current one): on the CPU from
-    /// `before`, the state the caller kept; on the GPU from the host copy plus recomputed steps, and
-    /// the run is then on the CPU. Returns the step it is at.
+    /// Goes back to the state after `target` steps (at most the current one), from a kept state plus
+    /// the steps since, recomputed: on the CPU `before`, the state the caller kept; on the GPU the
+    /// host copy, and the run is then on the CPU. Returns the step it is at.
     #[cfg_attr(not(feature = "gpu"), allow(unused_variables))]
     pub fn rewind(&mut self, target: usize, before: Option<Snapshot>) -> Result<usize> {
         #[cfg(feature = "gpu")]
@@ -268,8 +268,13 @@ impl Runner {
             return Ok(at);
         }
         if let (Runner::Cpu(t), Some(snap)) = (&mut *self, before) {
-            if snap.step <= t.step_count() {
-                **t = Trainer::restore(snap)?;
+            if snap.step <= target {
+                let mut cpu = Trainer::restore(snap)?;
+                cpu.set_threads(t.threads());
+                while cpu.step_count() < target {
+                    cpu.step()?;
+                }
+                **t = cpu;
             }
         }
         Ok(self.step_count())
