@@ -211,7 +211,11 @@ impl<S: Scalar> Model<S> {
         let l = &self.layout;
         let shape = self.shape(cache.b, t);
         let g = grads;
-        g.data.fill(S::zero());
+        // Only what accumulates is zeroed: the linear layers write their gradients whole (the
+        // weights are nearly all of them; zeroing them took 8% of a d1024 step natively).
+        for (_, t) in l.tensors.iter().enumerate().filter(|&(i, _)| !l.is_linear(i)) {
+            g.data[t.range()].fill(S::zero());
+        }
         loss::backward(&mut g.dlogits, &cache.probs, targets, cache.count, v);
         let (dw, db) = pair_mut(l, &mut g.data, l.head_w, l.head_b);
         linear::backward(&mut g.dln, S::zero(), dw, db, &g.dlogits, &cache.lnf_out, self.p(l.head_w), n, c, v);

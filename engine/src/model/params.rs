@@ -96,6 +96,17 @@ impl Layout {
         self.head_w == self.wte
     }
 
+    /// Whether tensor `i` is a linear layer's weight or bias (the head, tied or not, included).
+    pub fn is_linear(&self, i: usize) -> bool {
+        i == self.head_w
+            || i == self.head_b
+            || self.blocks.iter().any(|b| {
+                [b.q_w, b.q_b, b.k_w, b.k_b, b.v_w, b.v_b, b.o_w, b.o_b, b.fc_w, b.fc_b, b.proj_w, b.proj_b]
+                    .contains(&i)
+                    || b.gate.is_some_and(|(w, bias)| i == w || i == bias)
+            })
+    }
+
     /// Every tensor's index but those in `covered`, in layout order.
     pub fn tensors_except(&self, covered: &[usize]) -> Vec<usize> {
         (0..self.tensors.len()).filter(|i| !covered.contains(i)).collect()

@@ -92,7 +92,8 @@ fn matvec<S: Scalar>(out: &mut [S], x: &[S], w: &[S], b: &[S], din: usize) {
     }
 }
 
-/// Accumulates `dw += dy^T x` and `db += sum dy`; sets (`beta` = 0) or adds to (`beta` = 1) `dinp`.
+/// Writes `dw = dy^T x` and `db = sum dy` (a layer's gradient is written whole, so the model does not
+/// zero it first); sets (`beta` = 0) or adds to (`beta` = 1) `dinp`.
 #[allow(clippy::too_many_arguments)]
 pub fn backward<S: Scalar>(
     dinp: &mut [S],
@@ -107,7 +108,8 @@ pub fn backward<S: Scalar>(
     dout: usize,
 ) {
     gemm(S::one(), MatRef::new(dy, n, dout), MatRef::new(w, dout, din), beta, MatMut::new(dinp, n, din));
-    gemm(S::one(), MatRef::new(dy, n, dout).t(), MatRef::new(inp, n, din), S::one(), MatMut::new(dw, dout, din));
+    gemm(S::one(), MatRef::new(dy, n, dout).t(), MatRef::new(inp, n, din), S::zero(), MatMut::new(dw, dout, din));
+    db.fill(S::zero());
     for row in dy.chunks_exact(dout) {
         for (g, &d) in db.iter_mut().zip(row) {
             *g += d;
