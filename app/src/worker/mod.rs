@@ -295,7 +295,7 @@ impl Worker {
             Some(w) if w.fits(&task) => Ok(w),
             _ => ShardWorker::for_task(&task),
         };
-        let result = worker.and_then(|w| self.shard_worker.insert(w).run(&task));
+        let result = worker.and_then(|w| self.shard_worker.insert(w).run(task));
         match result {
             Ok(outs) => {
                 let counts = outs.iter().map(|o| o.count).collect();

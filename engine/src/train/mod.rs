@@ -92,9 +92,13 @@ impl Trainer {
     }
 
     /// Whether `begin_step` gives shards to another worker: when there are two or more (K-FAC and
-    /// CG-FAC take one, as does a batch of one) and the step is big enough (`remote::MIN_FLOPS`).
+    /// CG-FAC take one, as does a batch of one) and the step is big enough (`remote::MIN_FLOPS`)
+    /// for the weights it sends (`remote::MIN_FLOPS_PER_PARAM`).
     pub fn splits(&self) -> bool {
-        self.shards.count() >= 2 && crate::memory::step_flops(&self.cfg) >= remote::MIN_FLOPS
+        let flops = crate::memory::step_flops(&self.cfg);
+        self.shards.count() >= 2
+            && flops >= remote::MIN_FLOPS
+            && flops >= remote::MIN_FLOPS_PER_PARAM * self.model.num_params() as f64
     }
 
     fn begin(&mut self, own: usize) {

@@ -24,6 +24,14 @@ use crate::train::{StepReport, Trainer};
 /// d32 L2 T32 B8 (46 MFLOP) 9.0 -> 6.6 ms; d64 L2 T64 B16 (0.73 GFLOP) 88 -> 50 ms.
 pub const MIN_FLOPS: f64 = 30e6;
 
+/// Steps with fewer FLOPs than this per parameter (about 6 per parameter per token) stay in one
+/// worker too: each step sends the weights and takes a gradient back, copies that grow with the
+/// parameters while the work saved grows with the tokens. Measured in headless Chromium on 2 cores,
+/// one worker against two: d1024 L1 T16 B2 (190 a parameter) 180-237 against 221-233 ms, d512 L1
+/// T16 B4 (390) 86 against 87, d1024 L1 T16 B8 (770) 538 against 539; d512 L1 T32 B4 (780) 138
+/// -> 112 and d256 L2 T32 B4 (790) 63 -> 53.
+pub const MIN_FLOPS_PER_PARAM: f64 = 400.0;
+
 /// What another worker needs for shards `parts` of a step: the model, the weights and the batch.
 #[derive(Clone, Debug)]
 pub struct ShardTask {
@@ -88,12 +96,13 @@ impl ShardWorker {
         self.model.cfg == task.model && self.batch == task.batch && self.parts == task.parts
     }
 
-    /// Computes the task's shards, as the trainer that sent it would have.
-    pub fn run(&mut self, task: &ShardTask) -> Result<Vec<ShardOut>> {
-        if !self.fits(task) || task.params.len() != self.model.params.len() || task.parts.end > self.shards.count() {
+    /// Computes the task's shards, as the trainer that sent it would have (its weights become the
+    /// model's: no copy of them here).
+    pub fn run(&mut self, task: ShardTask) -> Result<Vec<ShardOut>> {
+        if !self.fits(&task) || task.params.len() != self.model.params.len() || task.parts.end > self.shards.count() {
             return Err(Error::Config("a shard task for another model".into()));
         }
-        self.model.params.copy_from_slice(&task.params);
+        self.model.params = task.params;
         self.shards.compute(&self.model, &task.tokens, &task.targets, true, task.parts.clone())?;
         Ok(self.shards.outs(task.parts.clone()))
     }
@@ -132,7 +141,7 @@ mod tests {
                 _ => ShardWorker::for_task(&task).unwrap(),
             };
             let helper = helper.insert(worker);
-            let outs = helper.run(&task).unwrap();
+            let outs = helper.run(task).unwrap();
             split.compute_own().unwrap();
             let b = split.finish_step(Some(outs)).unwrap();
             assert_eq!(
@@ -161,16 +170,16 @@ mod tests {
     fn bad_remote_shards_are_refused_and_one_shard_or_small_steps_give_no_task() {
         let mut t = Trainer::new(config(OptimizerConfig::adam())).unwrap();
         let task = t.begin_step(true).unwrap();
-        let mut good = ShardWorker::for_task(&task).unwrap().run(&task).unwrap();
+        let mut good = ShardWorker::for_task(&task).unwrap().run(task.clone()).unwrap();
         t.compute_own().unwrap();
         good[0].grads.pop();
         assert!(t.finish_step(Some(good)).is_err(), "a gradient of the wrong length");
         assert!(t.finish_step(Some(vec![])).is_err(), "too few shards");
         assert_eq!(t.step_count(), 0, "a refused step changes nothing");
         let other = ShardTask { model: ModelConfig { d_model: 16, ..task.model.clone() }, ..task.clone() };
-        assert!(ShardWorker::for_task(&other).unwrap().run(&task).is_err(), "a task for another model");
+        assert!(ShardWorker::for_task(&other).unwrap().run(task.clone()).is_err(), "a task for another model");
         let half = ShardTask { parts: 3..4, ..task.clone() };
-        assert!(ShardWorker::for_task(&half).unwrap().run(&task).is_err(), "a task for other shards");
+        assert!(ShardWorker::for_task(&half).unwrap().run(task).is_err(), "a task for other shards");
         // K-FAC reads the whole batch's cache: one shard, nothing to give away.
         let mut kfac = Trainer::new(config(OptimizerConfig::named("kfac").unwrap())).unwrap();
         assert!(kfac.begin_step(true).is_none());
@@ -180,5 +189,13 @@ mod tests {
         assert!(crate::memory::step_flops(&cfg) < MIN_FLOPS);
         let mut small = Trainer::new(cfg).unwrap();
         assert!(!small.splits() && small.begin_step(true).is_none());
+        // A wide model reading few tokens: the weights cost more to send than half the step saves.
+        let mut cfg = config(OptimizerConfig::adam());
+        cfg.model = ModelConfig { d_model: 256, heads: 4, layers: 1, d_ff: 1024, context: 8, ..cfg.model };
+        cfg.batch = 4;
+        let wide = Trainer::new(cfg.clone()).unwrap();
+        assert!(crate::memory::step_flops(&cfg) >= MIN_FLOPS && !wide.splits());
+        cfg.model.context = 64;
+        assert!(Trainer::new(cfg).unwrap().splits(), "the same model reading 8 times as many tokens");
     }
 }
