@@ -73,9 +73,13 @@ pub fn step_time(s: &Size, opt: &OptimizerConfig, iters: usize, threads: usize) 
     for i in 0..iters + 2 {
         let start = Instant::now();
         shards.forward_backward(&model, &tokens, &targets)?;
-        crate::optim::clip::clip(&mut shards.grads_mut().data, 1.0);
-        optimizer
-            .step(&mut model, StepInput { grads: shards.grads(), cache: shards.cache(), lr: 1e-3, factor: 1.0 })?;
+        // As `Trainer::finish_step` clips.
+        let clip = crate::optim::clip::factor(shards.grad_norm(), 1.0);
+        let clip = optimizer.take_clip(shards.grads_mut(), clip);
+        optimizer.step(
+            &mut model,
+            StepInput { grads: shards.grads(), cache: shards.cache(), lr: 1e-3, factor: 1.0, clip },
+        )?;
         if i >= 2 {
             times.push(start.elapsed().as_secs_f64());
         }
@@ -188,7 +192,7 @@ pub fn probe_overhead(s: &Size, iters: usize) -> Result<ProbeOverhead> {
             model.forward(&mut cache, &tokens, &targets)?;
             model.backward(&cache, &mut grads);
             crate::optim::clip::clip(&mut grads.data, 1.0);
-            optimizer.step(&mut model, StepInput { grads: &grads, cache: &cache, lr: 1e-3, factor: 1.0 })?;
+            optimizer.step(&mut model, StepInput { grads: &grads, cache: &cache, lr: 1e-3, factor: 1.0, clip: 1.0 })?;
             if let Some(p) = probe.as_mut() {
                 p.record(step, &model)?;
             }

@@ -23,13 +23,15 @@ use second_order::{Diagnostics, Method, SecondOrder};
 use settings::OptimizerConfig;
 
 /// What one step reads: the gradients and cache of the last forward/backward, and the learning
-/// rate `lr` (the schedule's `factor` times the base rate).
+/// rate `lr` (the schedule's `factor` times the base rate). The step's gradient is `grads` times
+/// `clip`, the clipping's factor (`Optimizer::take_clip`).
 #[derive(Clone, Copy)]
 pub struct StepInput<'a> {
     pub grads: &'a Grads<f32>,
     pub cache: &'a Cache<f32>,
     pub lr: f32,
     pub factor: f32,
+    pub clip: f32,
 }
 
 /// Hands out a saved optimizer state by name and length (the state of `state()`), for `load_state`.
@@ -63,12 +65,30 @@ impl Optimizer {
         }
     }
 
+    /// Scales `grads` by the clipping's factor `clip` where the update cannot take it as it reads
+    /// them, and returns the factor left for `StepInput::clip`. SGD and Adam take it in their
+    /// element-by-element update (a pass over the gradient fewer, the same bits); the others read
+    /// the gradient in several places, so it is scaled first.
+    pub fn take_clip(&self, grads: &mut Grads<f32>, clip: f32) -> f32 {
+        match self {
+            Optimizer::Sgd(_) | Optimizer::Adam(_) => clip,
+            _ => {
+                clip::scale(&mut grads.data, clip);
+                1.0
+            }
+        }
+    }
+
     /// Applies one update. A non-finite update is an error and changes nothing.
     pub fn step(&mut self, model: &mut Model<f32>, s: StepInput) -> Result<()> {
-        let StepInput { grads, lr, factor, .. } = s;
+        let StepInput { grads, lr, factor, clip, .. } = s;
+        debug_assert!(
+            clip == 1.0 || matches!(self, Optimizer::Sgd(_) | Optimizer::Adam(_)),
+            "this optimizer reads a gradient already clipped (take_clip)"
+        );
         match self {
-            Optimizer::Sgd(o) => o.step(&mut model.params, &grads.data, &model.layout, lr),
-            Optimizer::Adam(o) => o.step(&mut model.params, &grads.data, &model.layout, lr),
+            Optimizer::Sgd(o) => o.step(&mut model.params, &grads.data, clip, &model.layout, lr),
+            Optimizer::Adam(o) => o.step(&mut model.params, &grads.data, clip, &model.layout, lr),
             Optimizer::Muon(o) => o.step(model, grads, lr, factor),
             Optimizer::Soap(o) => return o.step(model, grads, lr),
             Optimizer::SecondOrder(o) => return o.step(model, s),
@@ -133,6 +153,34 @@ mod tests {
     use crate::config::ModelConfig;
     use crate::optim::settings::SecondOrderConfig;
 
+    /// Adam and SGD take the clipping's factor in their update; the others get the gradient scaled
+    /// first. Either way the step is the one on the scaled gradient, to the bit.
+    #[test]
+    fn the_clipping_factor_taken_in_the_update_gives_the_scaled_gradients_step() {
+        let cfg =
+            ModelConfig { vocab: 13, d_model: 16, heads: 2, layers: 1, d_ff: 32, context: 8, ..ModelConfig::default() };
+        let model = Model::<f32>::new(cfg.clone()).unwrap();
+        let mut grads = Grads::new(&model, 1);
+        grads.data.iter_mut().enumerate().for_each(|(i, g)| *g = ((i * 7919 % 997) as f32 - 498.0) * 1e-3);
+        let cache = Cache::new(&cfg, 1);
+        let s = 0.37;
+        let configs = [OptimizerConfig::sgd(), OptimizerConfig::adam(), OptimizerConfig::Muon(Default::default())];
+        for c in configs {
+            let (mut a, mut b) = (model.clone(), model.clone());
+            let (mut oa, mut ob) = (Optimizer::new(&c, &a), Optimizer::new(&c, &b));
+            for _ in 0..3 {
+                let mut taken = grads.clone();
+                let clip = oa.take_clip(&mut taken, s);
+                oa.step(&mut a, StepInput { grads: &taken, cache: &cache, lr: 0.01, factor: 1.0, clip }).unwrap();
+                let mut scaled = grads.clone();
+                clip::scale(&mut scaled.data, s);
+                ob.step(&mut b, StepInput { grads: &scaled, cache: &cache, lr: 0.01, factor: 1.0, clip: 1.0 }).unwrap();
+            }
+            assert!(a.params.iter().zip(&b.params).all(|(x, y)| x.to_bits() == y.to_bits()), "{}", c.name());
+            assert_ne!(a.params, model.params);
+        }
+    }
+
     #[test]
     fn a_failed_second_order_step_changes_nothing() {
         let cfg =
@@ -147,13 +195,15 @@ mod tests {
         // the inverse fail half-way through the layers (validation refuses it; a bug would not).
         let mut so = SecondOrderConfig::new(Method::Kfac);
         let mut opt = Optimizer::new(&OptimizerConfig::Kfac(so.clone()), &model);
-        opt.step(&mut model, StepInput { grads: &grads, cache: &cache, lr: 0.01, factor: 1.0 }).unwrap();
+        opt.step(&mut model, StepInput { grads: &grads, cache: &cache, lr: 0.01, factor: 1.0, clip: 1.0 }).unwrap();
         so.damping = -1.0;
         let Optimizer::SecondOrder(o) = &mut opt else { unreachable!() };
         o.cfg.damping = so.damping;
         o.cfg.inverse_interval = 1;
         let (state, params) = (opt.state(), model.params.clone());
-        assert!(opt.step(&mut model, StepInput { grads: &grads, cache: &cache, lr: 0.01, factor: 1.0 }).is_err());
+        assert!(opt
+            .step(&mut model, StepInput { grads: &grads, cache: &cache, lr: 0.01, factor: 1.0, clip: 1.0 })
+            .is_err());
         assert_eq!(opt.state(), state, "the optimizer state is as before the failed step");
         assert_eq!(model.params, params);
     }

@@ -207,7 +207,7 @@ impl SecondOrder {
     }
 
     fn try_step(&mut self, model: &mut Model<f32>, s: StepInput) -> Result<()> {
-        let StepInput { grads, cache, lr, factor } = s;
+        let StepInput { grads, cache, lr, factor, .. } = s;
         #[cfg(not(target_arch = "wasm32"))]
         let start = std::time::Instant::now();
         // N positions, M scored tokens (the loss's terms; see `curvature`).

@@ -1,5 +1,7 @@
 //! SGD with heavy-ball momentum and decoupled weight decay on matrices.
 
+use multiversion::multiversion;
+
 use crate::model::params::Layout;
 
 pub struct Sgd {
@@ -13,14 +15,27 @@ impl Sgd {
         Sgd { momentum, weight_decay, velocity: vec![0.0; n] }
     }
 
-    pub fn step(&mut self, params: &mut [f32], grads: &[f32], layout: &Layout, lr: f32) {
+    /// One step on the gradient `grads` times `clip` (the clipping's factor, as Adam's `step`).
+    pub fn step(&mut self, params: &mut [f32], grads: &[f32], clip: f32, layout: &Layout, lr: f32) {
         for info in &layout.tensors {
             let decay = if info.is_matrix() { self.weight_decay } else { 0.0 };
             let r = info.range();
-            for ((p, &g), v) in params[r.clone()].iter_mut().zip(&grads[r.clone()]).zip(&mut self.velocity[r]) {
-                *v = self.momentum * *v + g;
-                *p -= lr * (*v + decay * *p);
-            }
+            heavy_ball(
+                &mut params[r.clone()],
+                &grads[r.clone()],
+                clip,
+                &mut self.velocity[r],
+                [self.momentum, lr, decay],
+            );
         }
+    }
+}
+
+/// The update element by element, multiversioned as Adam's (the same bits in every version).
+#[multiversion(targets = "simd")]
+fn heavy_ball(params: &mut [f32], grads: &[f32], clip: f32, velocity: &mut [f32], [momentum, lr, decay]: [f32; 3]) {
+    for ((p, &g), v) in params.iter_mut().zip(grads).zip(velocity) {
+        *v = momentum * *v + g * clip;
+        *p -= lr * (*v + decay * *p);
     }
 }

@@ -123,14 +123,15 @@ impl Trainer {
         if !loss.is_finite() {
             return Err(Error::NonFinite { what: "loss".into(), step: self.step });
         }
-        let grad_norm = clip::clip(&mut self.shards.grads_mut().data, self.cfg.clip);
+        let grad_norm = self.shards.grad_norm();
         if !grad_norm.is_finite() {
             return Err(Error::NonFinite { what: "gradient".into(), step: self.step });
         }
+        let clip = self.opt.take_clip(self.shards.grads_mut(), clip::factor(grad_norm, self.cfg.clip));
         let lr = self.cfg.schedule.lr(self.cfg.lr, self.step, self.cfg.steps);
         let step = self.step;
         let (grads, cache) = (self.shards.grads(), self.shards.cache());
-        self.opt.step(&mut self.model, StepInput { grads, cache, lr, factor: lr / self.cfg.lr }).map_err(
+        self.opt.step(&mut self.model, StepInput { grads, cache, lr, factor: lr / self.cfg.lr, clip }).map_err(
             |e| match e {
                 Error::NonFinite { what, .. } => Error::NonFinite { what, step },
                 other => other,

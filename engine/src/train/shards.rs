@@ -10,9 +10,12 @@
 use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use multiversion::multiversion;
+
 use crate::error::Result;
 use crate::model::{Cache, Grads, Model};
 use crate::nn::loss;
+use crate::optim::clip;
 
 /// Shards a batch is cut into for the first-order optimizers (fewer when the batch is smaller).
 pub const SHARDS: usize = 4;
@@ -35,20 +38,47 @@ pub fn default_threads() -> usize {
     }
 }
 
-/// Runs `f(start, run)` on `threads` contiguous runs of `items` at once, on rayon's pool (its
+/// Runs `f(run)` on `threads` contiguous runs of `items` at once, on rayon's pool (its
 /// threads live on between steps: spawning them every step cost more than a tiny step's shards
 /// gained; its parallel iterators, unlike its scoped spawns, allocate nothing); with one thread, and
 /// on wasm32, on the whole slice here.
 #[cfg_attr(target_arch = "wasm32", allow(unused_variables))]
-fn in_runs<T: Send>(threads: usize, items: &mut [T], f: impl Fn(usize, &mut [T]) + Sync) {
+fn in_runs<T: Send>(threads: usize, items: &mut [T], f: impl Fn(&mut [T]) + Sync) {
     #[cfg(not(target_arch = "wasm32"))]
     if threads > 1 && items.len() > 1 {
         use rayon::prelude::*;
-        let per = items.len().div_ceil(threads);
-        items.par_chunks_mut(per).enumerate().for_each(|(i, run)| f(i * per, run));
+        items.par_chunks_mut(items.len().div_ceil(threads)).for_each(&f);
         return;
     }
-    f(0, items)
+    f(items)
+}
+
+/// `out += w g` element by element, multiversioned as `nn::activation::forward` (the same bits in
+/// every version).
+#[multiversion(targets = "simd")]
+fn add_scaled(out: &mut [f32], w: f32, g: &[f32]) {
+    out.iter_mut().zip(g).for_each(|(s, &g)| *s += w * g);
+}
+
+/// As `in_runs`, over a gradient's blocks of `clip::BLOCK` values and one number per block: `f(first
+/// block, the run's values, the run's numbers)`. Runs start at block boundaries, so the blocks are
+/// the same on any number of threads.
+#[cfg_attr(target_arch = "wasm32", allow(unused_variables))]
+fn in_block_runs(
+    threads: usize,
+    data: &mut [f32],
+    blocks: &mut [f64],
+    f: impl Fn(usize, &mut [f32], &mut [f64]) + Sync,
+) {
+    #[cfg(not(target_arch = "wasm32"))]
+    if threads > 1 && blocks.len() > 1 {
+        use rayon::prelude::*;
+        let per = blocks.len().div_ceil(threads);
+        let runs = data.par_chunks_mut(per * clip::BLOCK).zip(blocks.par_chunks_mut(per));
+        runs.enumerate().for_each(|(i, (run, numbers))| f(i * per, run, numbers));
+        return;
+    }
+    f(0, data, blocks)
 }
 
 struct Part {
@@ -76,6 +106,8 @@ pub struct Shards {
     parts: Vec<Part>,
     /// The whole batch's parameter gradient, when there is more than one shard.
     sum: Option<Grads<f32>>,
+    /// Its sum of squares per block of `clip::BLOCK` values, taken while it is summed.
+    squares: Vec<f64>,
     context: usize,
     threads: usize,
 }
@@ -100,7 +132,8 @@ impl Shards {
             })
             .collect();
         let sum = (count > 1).then(|| Grads::new(model, 0));
-        Shards { parts, sum, context: model.cfg.context, threads: default_threads() }
+        let squares = vec![0.0; sum.as_ref().map_or(0, |s| s.data.len().div_ceil(clip::BLOCK))];
+        Shards { parts, sum, squares, context: model.cfg.context, threads: default_threads() }
     }
 
     pub fn count(&self) -> usize {
@@ -118,7 +151,7 @@ impl Shards {
 
     /// Runs `f` on the shards `which`, dealt to the threads in contiguous runs.
     fn each(&mut self, which: Range<usize>, f: impl Fn(&mut Part) + Sync) {
-        in_runs(self.threads, &mut self.parts[which], |_, run| run.iter_mut().for_each(&f));
+        in_runs(self.threads, &mut self.parts[which], |run| run.iter_mut().for_each(&f));
     }
 
     /// Runs the forward pass (and, with `backward`, the backward pass) of the shards `which` on
@@ -188,14 +221,17 @@ impl Shards {
         if let (Some(sum), true) = (self.sum.as_mut(), backward) {
             let parts = &self.parts;
             // Element by element, so the threads' ranges do not change a bit; in blocks that stay
-            // in the cache while every shard is added (one pass over each gradient).
-            in_runs(self.threads, &mut sum.data, |at, out| {
-                for (b, block) in out.chunks_mut(1024).enumerate() {
+            // in the cache while every shard is added and the block's squares summed (one pass
+            // over each gradient).
+            in_block_runs(self.threads, &mut sum.data, &mut self.squares, |first, out, squares| {
+                for (b, (block, square)) in out.chunks_mut(clip::BLOCK).zip(squares).enumerate() {
                     block.fill(0.0);
+                    let at = (first + b) * clip::BLOCK;
                     for p in parts.iter().filter(|p| p.count > 0) {
-                        let (w, g) = (p.count as f32 / scored as f32, &p.grads.data[at + b * 1024..][..block.len()]);
-                        block.iter_mut().zip(g).for_each(|(s, &g)| *s += w * g);
+                        let (w, g) = (p.count as f32 / scored as f32, &p.grads.data[at..][..block.len()]);
+                        add_scaled(block, w, g);
                     }
+                    *square = clip::block_squares(block);
                 }
             });
         }
@@ -217,6 +253,15 @@ impl Shards {
     /// The last batch's gradient (after `forward_backward`).
     pub fn grads(&self) -> &Grads<f32> {
         self.sum.as_ref().unwrap_or(&self.parts[0].grads)
+    }
+
+    /// The last batch's gradient norm (after `forward_backward`, or `combine` with `backward`):
+    /// `clip::global_norm` of `grads()`, to the bit.
+    pub fn grad_norm(&self) -> f32 {
+        match self.sum {
+            Some(_) => clip::norm_of(self.squares.iter().copied()),
+            None => clip::global_norm(&self.parts[0].grads.data),
+        }
     }
 
     pub fn grads_mut(&mut self) -> &mut Grads<f32> {
@@ -256,8 +301,11 @@ mod tests {
             let mut shards = Shards::new(&model, b, SHARDS);
             shards.set_threads(threads);
             let l = shards.forward_backward(&model, &tokens, &targets).unwrap();
+            // The norm summed block by block beside the shards is the whole gradient's, to the bit.
+            assert_eq!(shards.grad_norm().to_bits(), clip::global_norm(&shards.grads().data).to_bits());
             runs.push((l, shards.grads().data.clone()));
         }
+        assert!(runs[0].1.len() > 3 * clip::BLOCK, "blocks enough for three threads' runs");
         let (l, g) = &runs[0];
         let err = g.iter().zip(&whole.data).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
         let scale = whole.data.iter().map(|x| x.abs()).fold(0.0f32, f32::max);
