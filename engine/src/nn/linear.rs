@@ -12,13 +12,22 @@ use crate::scalar::Scalar;
 /// 768 x 768) are over it; the lab's own models (d_model up to 256 or so) never split.
 pub const SPLIT_WEIGHTS: usize = 1 << 19;
 
+/// Layers with this many weights or more that read fewer rows than a quarter of their inputs and
+/// half their outputs write `out^T` (`forward_transposed`): SmolLM2's 576 x 576 and 576 x 192
+/// projections reading 64 tokens, a d256 model's shard of a few rows.
+pub const TRANSPOSE_WEIGHTS: usize = 1 << 16;
+
 /// inp (N, in) -> out (N, out).
 pub fn forward<S: Scalar>(out: &mut [S], inp: &[S], w: &[S], b: &[S], n: usize, din: usize, dout: usize) {
     #[cfg(not(target_arch = "wasm32"))]
-    match din * dout >= SPLIT_WEIGHTS && dout >= 64 {
-        true if n > 1 && 2 * n <= din => return forward_transposed(out, inp, w, b, n, din, dout),
-        true => return forward_split(out, inp, w, b, n, din, dout),
-        false => {}
+    if dout >= 64 {
+        let (few, split) = (n > 1 && 2 * n <= din, din * dout >= SPLIT_WEIGHTS);
+        if few && (split || (din * dout >= TRANSPOSE_WEIGHTS && 4 * n <= din && 2 * n <= dout)) {
+            return forward_transposed(out, inp, w, b, n, din, dout);
+        }
+        if split {
+            return forward_split(out, inp, w, b, n, din, dout);
+        }
     }
     forward_whole(out, inp, w, b, n, din, dout)
 }
@@ -46,8 +55,11 @@ fn forward_split<S: Scalar>(out: &mut [S], inp: &[S], w: &[S], b: &[S], n: usize
 /// transposing gather that cost more than the product's own arithmetic at these shapes: on one
 /// core GPT-2 small's 64-token products ran at 81-92 GFLOP/s that way and at 138-156 this way, a
 /// d1024 model's 16-row shard at 28-30 and 84-89. With more rows than that the usual way is as
-/// fast or faster; smaller layers (the lab's own models) keep it too, so a training step of theirs
-/// allocates nothing here.
+/// fast or faster. Layers under `TRANSPOSE_WEIGHTS` keep it, and middle-sized ones (SmolLM2's
+/// 576-wide projections) use this way for fewer rows still (a quarter of the inputs): SmolLM2's
+/// 64-token forward took 195-202 ms before, 169-180 after, and at 256 tokens this way was slower.
+/// The lab's own models at the page's sizes keep the usual way, so a step of theirs allocates
+/// nothing here.
 #[cfg(not(target_arch = "wasm32"))]
 fn forward_transposed<S: Scalar>(out: &mut [S], inp: &[S], w: &[S], b: &[S], n: usize, din: usize, dout: usize) {
     use rayon::prelude::*;
@@ -145,9 +157,10 @@ mod tests {
 
     #[test]
     fn every_route_is_the_product_with_its_bias() {
-        // One row; few rows in a small layer (the usual product) and in a split one (out^T, its last
-        // block of fewer than 16 rows); many rows.
-        for (n, din, dout) in [(1, 96, 40), (19, 96, 40), (37, 1024, 1040), (3, 8, 5), (515, 1024, 1040)] {
+        // One row; few rows in a small layer (the usual product), in a middle one and in a split
+        // one (out^T, its last block of fewer than 16 rows); many rows.
+        let shapes = [(1, 96, 40), (19, 96, 40), (37, 300, 256), (37, 1024, 1040), (3, 8, 5), (515, 1024, 1040)];
+        for (n, din, dout) in shapes {
             let (x, w, b) = layer(n, din, dout);
             let mut out = vec![f32::NAN; n * dout];
             forward(&mut out, &x, &w, &b, n, din, dout);
