@@ -258,7 +258,7 @@ pub(super) fn measure(p: &Pretrained, r: &Read) -> Result<Inspection> {
     let cfg = &m.cfg;
     let layers = (0..=cfg.layers).map(|l| layer(m, cache, l)).collect::<Result<Vec<_>>>()?;
     let choice = Choice::default();
-    let next = r.logits.chunks_exact(cfg.vocab).map(|row| top(&p.tokenizer, &choice.distribution(row), TOP));
+    let next = r.logits.chunks_exact(cfg.vocab).map(|row| top(&p.tokenizer, &choice.best(row, TOP), TOP));
     Ok(Inspection {
         model: p.name.clone(),
         family: p.family.name().to_string(),

@@ -117,7 +117,7 @@ fn write(
     let mut logits = run(model, kv, &window)?;
     let (mut tokens, mut steps) = (Vec::with_capacity(spec.tokens), Vec::with_capacity(spec.tokens));
     for n in 0..spec.tokens {
-        let dist = choice.distribution(&logits);
+        let dist = candidates(&choice, &logits);
         let (token, p) = dist[choice.pick(&dist, &mut r)];
         tokens.push(token);
         steps.push(Step { token, text: vocab.text(token), p, top: top(vocab, &dist, TOP) });
@@ -133,6 +133,12 @@ fn write(
         };
     }
     Ok(Sample { prompt: vocab.decode(prompt), seed, text: vocab.decode(&tokens), tokens, steps })
+}
+
+/// The candidates a token is drawn from and shown with: greedy draws the best, so it needs the
+/// shown ones only.
+fn candidates(choice: &Choice, logits: &[f32]) -> Vec<(u32, f64)> {
+    choice.best(logits, if choice.temperature == 0.0 { TOP } else { usize::MAX })
 }
 
 /// A fresh cache holding `window`; the logits after its last token.
@@ -156,7 +162,7 @@ pub fn generate_uncached(
     let mut out = Vec::with_capacity(tokens);
     for _ in 0..tokens {
         let logits = model.logits_full(&window)?.pop().expect("one row a token");
-        let dist = choice.distribution(&logits);
+        let dist = candidates(&choice, &logits);
         let token = dist[choice.pick(&dist, &mut r)].0;
         out.push(token);
         window.push(token);

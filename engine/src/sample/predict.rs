@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::choice::Choice;
+use super::choice::{self, Choice};
 use super::codec::Codec;
 use super::generate::{top, TOP};
 use crate::error::Result;
@@ -30,9 +30,8 @@ pub fn predictions(model: &Model<f32>, vocab: &dyn Codec, tokens: &[u32], next: 
         .iter()
         .zip(targets)
         .map(|(row, &target)| {
-            let dist = choice.distribution(row);
-            let p = dist.iter().find(|x| x.0 == target).map_or(0.0, |x| x.1);
-            Prediction { text: vocab.text(target), p, loss: -p.ln(), top: top(vocab, &dist, TOP) }
+            let p = choice::probability(row, target);
+            Prediction { text: vocab.text(target), p, loss: -p.ln(), top: top(vocab, &choice.best(row, TOP), TOP) }
         })
         .collect())
 }
