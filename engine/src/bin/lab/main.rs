@@ -1,5 +1,6 @@
 //! `lab`: the Spherewalk engine headless. Every command can print JSON for scripts.
 
+mod alloc;
 mod args;
 mod bench;
 mod history;
