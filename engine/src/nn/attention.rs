@@ -10,6 +10,8 @@
 use std::ops::Range;
 
 use multiversion::multiversion;
+#[cfg(not(target_arch = "wasm32"))]
+use rayon::prelude::*;
 
 use crate::nn::loss::softmax_in_place;
 use crate::nn::matmul::{gemm, MatMut, MatRef};
@@ -67,19 +69,29 @@ pub const BLOCK: usize = 32;
 
 pub fn forward<S: Scalar>(att: &mut [S], out: &mut [S], q: &[S], k: &[S], v: &[S], s: Shape) {
     let (scale, t, hs) = (S::one() / S::of(s.hs() as f64).sqrt(), s.t, s.hs());
+    // Each head's P = softmax(q K^T): the larger part of the work, and each head's own matrix, so
+    // natively the heads share the cores (a text read is one row: its heads are all there is to
+    // share). The same bits either way.
+    let scores = |(bh, p): (usize, &mut [S])| {
+        let (qh, kh) = (s.head(q, bh / s.nh, bh % s.nh), s.head(k, bh / s.nh, bh % s.nh));
+        for (rows, cols) in s.blocks() {
+            let (qb, kb) = (qh.block(rows.clone(), 0..hs), kh.block(cols.clone(), 0..hs));
+            gemm(scale, qb, kb.t(), S::zero(), MatMut::new(p, t, t).block(rows, cols));
+        }
+        for (i, row) in p.chunks_exact_mut(t).enumerate() {
+            let visible = s.visible(i);
+            softmax_in_place(&mut row[..visible]);
+            row[visible..].fill(S::zero());
+        }
+    };
+    let heads = &mut att[..s.b * s.nh * t * t];
+    #[cfg(not(target_arch = "wasm32"))]
+    heads.par_chunks_mut(t * t).enumerate().for_each(scores);
+    #[cfg(target_arch = "wasm32")]
+    heads.chunks_exact_mut(t * t).enumerate().for_each(scores);
     for b in 0..s.b {
         for h in 0..s.nh {
-            let p = &mut att[s.att_range(b, h)];
-            let (qh, kh, vh) = (s.head(q, b, h), s.head(k, b, h), s.head(v, b, h));
-            for (rows, cols) in s.blocks() {
-                let (qb, kb) = (qh.block(rows.clone(), 0..hs), kh.block(cols.clone(), 0..hs));
-                gemm(scale, qb, kb.t(), S::zero(), MatMut::new(p, t, t).block(rows, cols));
-            }
-            for (i, row) in p.chunks_exact_mut(t).enumerate() {
-                let visible = s.visible(i);
-                softmax_in_place(&mut row[..visible]);
-                row[visible..].fill(S::zero());
-            }
+            let (p, vh) = (&att[s.att_range(b, h)], s.head(v, b, h));
             for (rows, cols) in s.blocks() {
                 let pb = MatRef::new(p, t, t).block(rows.clone(), cols.clone());
                 gemm(S::one(), pb, vh.block(cols, 0..hs), S::zero(), s.head_mut(out, b, h).block(rows, 0..hs));
