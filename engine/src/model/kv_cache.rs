@@ -122,8 +122,9 @@ impl<S: Scalar> Model<S> {
             norm(&mut kv.ln, &mut kv.u, &mut kv.rstd, &kv.x, ids.ln1_w, ids.ln1_b);
             linear::forward(&mut kv.q, &kv.ln, self.p(ids.q_w), self.p(ids.q_b), 1, c, c);
             let row = pos * c..seen * c;
-            linear::forward(&mut kv.k[i][row.clone()], &kv.ln, self.p(ids.k_w), self.p(ids.k_b), 1, c, c);
-            linear::forward(&mut kv.v[i][row.clone()], &kv.ln, self.p(ids.v_w), self.p(ids.v_b), 1, c, c);
+            let g = self.kv_group;
+            linear::forward_grouped(&mut kv.k[i][row.clone()], &kv.ln, self.p(ids.k_w), self.p(ids.k_b), 1, c, hs, g);
+            linear::forward_grouped(&mut kv.v[i][row.clone()], &kv.ln, self.p(ids.v_w), self.p(ids.v_b), 1, c, hs, g);
             if let Positions::Rotary { dims, base } = arch.positions {
                 rotary::forward(&mut kv.q, 1, pos, nh, hs, dims, base);
                 rotary::forward(&mut kv.k[i][row], 1, pos, nh, hs, dims, base);

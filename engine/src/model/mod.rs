@@ -33,6 +33,10 @@ pub struct Model<S> {
     pub cfg: ModelConfig,
     pub layout: Layout,
     pub params: Vec<S>,
+    /// Query heads per key/value head when the key and value rows repeat that way (a real
+    /// grouped-query model's, checked as it is made): the forward computes each group's once. 1
+    /// otherwise (the tests' random grouped-query models compute every head's rows).
+    kv_group: usize,
 }
 
 /// Refuses a batch that is not `n` tokens and targets, or holds an id outside the vocabulary of `v`
@@ -47,6 +51,26 @@ pub fn check_batch(n: usize, v: usize, tokens: &[u32], targets: &[u32]) -> Resul
         return Err(Error::Data(format!("token id {bad} is outside the vocabulary of {v}")));
     }
     Ok(())
+}
+
+/// Query heads per key/value head if every block's key and value rows repeat per group, else 1.
+fn kv_group<S: Scalar>(cfg: &ModelConfig, layout: &Layout, params: &[S]) -> usize {
+    let (nh, c) = (cfg.heads, cfg.d_model);
+    let group = nh / cfg.arch.kv_heads_of(nh);
+    let hs = c / nh;
+    // A tensor of `heads` blocks of `size` values, each group's blocks equal to its first.
+    let repeats = |id: usize, size: usize| {
+        let t = layout.of(params, id);
+        t.chunks_exact(group * size).all(|g| g.chunks_exact(size).all(|h| h == &g[..size]))
+    };
+    let shared = layout.blocks.iter().all(|b| {
+        [(b.k_w, hs * c), (b.k_b, hs), (b.v_w, hs * c), (b.v_b, hs)].into_iter().all(|(id, size)| repeats(id, size))
+    });
+    if group > 1 && shared {
+        group
+    } else {
+        1
+    }
 }
 
 /// Mutable views of two tensors stored back to back (a weight and its bias, wte and wpe).
@@ -106,7 +130,8 @@ impl<S: Scalar> Model<S> {
         if params.len() != layout.total {
             return Err(Error::Config(format!("{} weights for a layout of {}", params.len(), layout.total)));
         }
-        Ok(Model { cfg, layout, params })
+        let kv_group = kv_group(&cfg, &layout, &params);
+        Ok(Model { cfg, layout, params, kv_group })
     }
 
     pub fn num_params(&self) -> usize {
@@ -161,8 +186,9 @@ impl<S: Scalar> Model<S> {
             let bc = &mut cache.blocks[i];
             norm(&mut bc.ln1_out, &mut bc.ln1_u, &mut bc.ln1_rstd, x, ids.ln1_w, ids.ln1_b);
             linear::forward(&mut bc.q, &bc.ln1_out, self.p(ids.q_w), self.p(ids.q_b), n, c, c);
-            linear::forward(&mut bc.k, &bc.ln1_out, self.p(ids.k_w), self.p(ids.k_b), n, c, c);
-            linear::forward(&mut bc.v, &bc.ln1_out, self.p(ids.v_w), self.p(ids.v_b), n, c, c);
+            let g = self.kv_group;
+            linear::forward_grouped(&mut bc.k, &bc.ln1_out, self.p(ids.k_w), self.p(ids.k_b), n, c, hs, g);
+            linear::forward_grouped(&mut bc.v, &bc.ln1_out, self.p(ids.v_w), self.p(ids.v_b), n, c, hs, g);
             if let Positions::Rotary { dims, base } = arch.positions {
                 rotary::forward(&mut bc.q, t, 0, nh, hs, dims, base);
                 rotary::forward(&mut bc.k, t, 0, nh, hs, dims, base);
@@ -260,5 +286,61 @@ impl<S: Scalar> Model<S> {
         }
         let (dwte, dwpe) = pair_mut(l, &mut g.data, l.wte, l.wpe);
         embedding::backward(dwte, dwpe, &g.dresid, &cache.tokens, t, c);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{Activation, Arch, Mlp, NormKind};
+
+    /// A grouped-query model whose key and value rows repeat per group computes each group's once
+    /// and reads, and writes, what computing every head's rows gives.
+    #[test]
+    fn repeated_key_and_value_rows_are_computed_once_per_group() {
+        let arch = Arch {
+            norm: NormKind::RmsNorm,
+            positions: Positions::Rotary { dims: 8, base: 1e4 },
+            mlp: Mlp::Gated,
+            kv_heads: 2,
+            ..Arch::default()
+        };
+        let (heads, c) = (4, 32);
+        let cfg = ModelConfig {
+            vocab: 29,
+            d_model: c,
+            heads,
+            layers: 2,
+            d_ff: 48,
+            context: 16,
+            arch,
+            activation: Activation::Silu,
+            ..ModelConfig::default()
+        };
+        let random = Model::<f64>::new(cfg.clone()).unwrap();
+        assert_eq!(random.kv_group, 1, "random rows differ from head to head");
+        // Every weight and bias moved off its initial value, then each group's rows repeated.
+        let mut params: Vec<f64> = random.params.iter().enumerate().map(|(i, x)| x + 0.1 * (i as f64).sin()).collect();
+        let hs = c / heads;
+        for b in &random.layout.blocks {
+            for (id, size) in [(b.k_w, hs * c), (b.k_b, hs), (b.v_w, hs * c), (b.v_b, hs)] {
+                for g in params[random.layout.tensors[id].range()].chunks_exact_mut(2 * size) {
+                    let (first, second) = g.split_at_mut(size);
+                    second.copy_from_slice(first);
+                }
+            }
+        }
+        let shared = Model::from_parts(cfg, random.layout.clone(), params).unwrap();
+        assert_eq!(shared.kv_group, 2);
+        let every = Model { kv_group: 1, ..shared.clone() };
+        let tokens = [3, 1, 4, 1, 5, 9, 2, 6, 5, 3];
+        let (a, b) = (shared.logits_full(&tokens).unwrap(), every.logits_full(&tokens).unwrap());
+        let (mut ka, mut kb) = (KvCache::new(&shared.cfg, 16), KvCache::new(&every.cfg, 16));
+        for (i, &t) in tokens.iter().enumerate() {
+            let (na, nb) = (shared.forward_next(&mut ka, t).unwrap(), every.forward_next(&mut kb, t).unwrap());
+            for (x, y) in a[i].iter().zip(&b[i]).chain(na.iter().zip(nb.iter())) {
+                assert!((x - y).abs() < 1e-12, "position {i}: {x} vs {y}");
+            }
+        }
     }
 }

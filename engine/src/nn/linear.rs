@@ -104,6 +104,34 @@ fn matvec<S: Scalar>(out: &mut [S], x: &[S], w: &[S], b: &[S], din: usize) {
     }
 }
 
+/// `forward` for a layer whose output is heads of `hs` columns repeating in groups of `group` (the
+/// keys and values of grouped-query attention, whose rows a model stores once per query head, as
+/// transformers' `repeat_kv` reads them): each group's first head is computed and copied to the
+/// others, a `group`-th of the products and of the weights read.
+#[allow(clippy::too_many_arguments)]
+pub fn forward_grouped<S: Scalar>(
+    out: &mut [S],
+    inp: &[S],
+    w: &[S],
+    b: &[S],
+    n: usize,
+    din: usize,
+    hs: usize,
+    group: usize,
+) {
+    let dout = b.len();
+    if group == 1 {
+        return forward(out, inp, w, b, n, din, dout);
+    }
+    let mut first = vec![S::zero(); n * hs];
+    for start in (0..dout).step_by(group * hs) {
+        forward(&mut first, inp, &w[start * din..(start + hs) * din], &b[start..start + hs], n, din, hs);
+        for (row, head) in out.chunks_exact_mut(dout).zip(first.chunks_exact(hs)) {
+            row[start..start + group * hs].chunks_exact_mut(hs).for_each(|h| h.copy_from_slice(head));
+        }
+    }
+}
+
 /// Writes `dw = dy^T x` and `db = sum dy` (a layer's gradient is written whole, so the model does not
 /// zero it first); sets (`beta` = 0) or adds to (`beta` = 1) `dinp`.
 #[allow(clippy::too_many_arguments)]
@@ -176,5 +204,25 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn grouped_heads_are_the_product_with_the_repeated_rows() {
+        // Six heads of 4 columns in groups of 3: the rows of heads 1, 2 repeat head 0's, 4, 5 head 3's.
+        let (n, din, hs, group) = (5, 12, 4, 3);
+        let (x, w, b) = layer(n, din, 2 * hs);
+        let repeat = |t: &[f32], size: usize| -> Vec<f32> {
+            t.chunks_exact(size).flat_map(|h| h.repeat(group)).collect::<Vec<f32>>()
+        };
+        let (w6, b6) = (repeat(&w, hs * din), repeat(&b, hs));
+        let (mut grouped, mut every) = (vec![f32::NAN; n * 6 * hs], vec![f32::NAN; n * 6 * hs]);
+        forward_grouped(&mut grouped, &x, &w6, &b6, n, din, hs, group);
+        forward(&mut every, &x, &w6, &b6, n, din, 6 * hs);
+        for (g, e) in grouped.iter().zip(&every) {
+            assert!((g - e).abs() <= 1e-6 * (1.0 + e.abs()), "{g} vs {e}");
+        }
+        let mut one = vec![f32::NAN; n * 6 * hs];
+        forward_grouped(&mut one, &x, &w6, &b6, n, din, hs, 1);
+        assert_eq!(one, every, "groups of one are the plain product");
     }
 }
