@@ -91,8 +91,7 @@ impl<S: Scalar> Model<S> {
     /// Only a causal model writes this way: with attention both ways every earlier position would
     /// change with each new token.
     pub fn forward_next<'a>(&self, kv: &'a mut KvCache<S>, token: u32) -> Result<&'a [S]> {
-        let cfg = &self.cfg;
-        let (c, f, v, nh) = (cfg.d_model, cfg.d_ff, cfg.vocab, cfg.heads);
+        let (cfg, v) = (&self.cfg, self.cfg.vocab);
         if !cfg.causal {
             return Err(Error::Config(
                 "this model attends both ways (causal off): it saw the next token while training, so it cannot \
@@ -106,6 +105,14 @@ impl<S: Scalar> Model<S> {
         if token as usize >= v {
             return Err(Error::Data(format!("token id {token} is outside the vocabulary of {v}")));
         }
+        super::on_pool(|| self.next_row(kv, token));
+        Ok(&kv.logits)
+    }
+
+    /// `forward_next` once its input is checked.
+    fn next_row(&self, kv: &mut KvCache<S>, token: u32) {
+        let cfg = &self.cfg;
+        let (c, f, v, nh) = (cfg.d_model, cfg.d_ff, cfg.vocab, cfg.heads);
         let (pos, l, arch) = (kv.len, &self.layout, &cfg.arch);
         let tok = token as usize * c;
         kv.x.copy_from_slice(&self.p(l.wte)[tok..tok + c]);
@@ -164,7 +171,6 @@ impl<S: Scalar> Model<S> {
         norm(&mut kv.ln, &mut kv.u, &mut kv.rstd, &kv.x, l.lnf_w, l.lnf_b);
         linear::forward(&mut kv.logits, &kv.ln, self.p(l.head_w), self.p(l.head_b), 1, c, v);
         kv.len += 1;
-        Ok(&kv.logits)
     }
 
     /// Empties `kv` and runs `window` (1 to T tokens) through it at once: the full forward pass over
@@ -187,7 +193,7 @@ impl<S: Scalar> Model<S> {
         let full = kv.full.as_mut().expect("set above");
         // The trunk only: the head runs on the last row alone (the other rows' logits, 4.9 GFLOP of
         // GPT-2's 64-token prompt, would be thrown away).
-        self.trunk(full, window)?;
+        super::on_pool(|| self.trunk(full, window))?;
         for (i, b) in full.blocks.iter().enumerate() {
             kv.k[i][..n * c].copy_from_slice(&b.k[..n * c]);
             kv.v[i][..n * c].copy_from_slice(&b.v[..n * c]);
@@ -221,7 +227,7 @@ impl<S: Scalar> Model<S> {
             return Err(Error::Config("a model that attends both ways needs a full window".into()));
         }
         let mut cache = super::Cache::window(&self.cfg, 1, tokens.len());
-        self.trunk(&mut cache, tokens)?;
+        super::on_pool(|| self.trunk(&mut cache, tokens))?;
         Ok(cache)
     }
 
