@@ -46,12 +46,19 @@ impl Shape {
     /// The row blocks of a (T, T) matrix, each with the columns its rows can see (all but the
     /// masked ones): one block of every column without the mask.
     fn blocks(&self) -> impl Iterator<Item = (Range<usize>, Range<usize>)> {
-        let (t, causal) = (self.t, self.causal);
-        let step = if causal { BLOCK } else { t.max(1) };
+        let (t, causal, step) = (self.t, self.causal, self.block_rows());
         (0..t).step_by(step).map(move |r0| {
             let r1 = (r0 + step).min(t);
             (r0..r1, 0..if causal { r1 } else { t })
         })
+    }
+    /// Rows per block of `blocks`.
+    fn block_rows(&self) -> usize {
+        if self.causal {
+            BLOCK
+        } else {
+            self.t.max(1)
+        }
     }
     /// Row `i`'s visible columns.
     fn visible(&self, i: usize) -> usize {
@@ -89,14 +96,23 @@ pub fn forward<S: Scalar>(att: &mut [S], out: &mut [S], q: &[S], k: &[S], v: &[S
     heads.par_chunks_mut(t * t).enumerate().for_each(scores);
     #[cfg(target_arch = "wasm32")]
     heads.chunks_exact_mut(t * t).enumerate().for_each(scores);
-    for b in 0..s.b {
-        for h in 0..s.nh {
-            let (p, vh) = (&att[s.att_range(b, h)], s.head(v, b, h));
-            for (rows, cols) in s.blocks() {
-                let pb = MatRef::new(p, t, t).block(rows.clone(), cols.clone());
-                gemm(S::one(), pb, vh.block(cols, 0..hs), S::zero(), s.head_mut(out, b, h).block(rows, 0..hs));
+    // Y = P V by blocks of rows, each block every head's columns of its own rows of `out`: the
+    // blocks share the cores natively (the same products, so the same bits).
+    let step = s.block_rows();
+    for (b, out) in out.chunks_exact_mut(t * s.c).take(s.b).enumerate() {
+        let values = |(i, rows_out): (usize, &mut [S])| {
+            let rows = i * step..i * step + rows_out.len() / s.c;
+            let cols = 0..if s.causal { rows.end } else { t };
+            for h in 0..s.nh {
+                let pb = MatRef::new(&att[s.att_range(b, h)], t, t).block(rows.clone(), cols.clone());
+                let y = MatMut::strided(rows_out, h * hs, rows.len(), hs, s.c, 1);
+                gemm(S::one(), pb, s.head(v, b, h).block(cols.clone(), 0..hs), S::zero(), y);
             }
-        }
+        };
+        #[cfg(not(target_arch = "wasm32"))]
+        out.par_chunks_mut(step * s.c).enumerate().for_each(values);
+        #[cfg(target_arch = "wasm32")]
+        out.chunks_mut(step * s.c).enumerate().for_each(values);
     }
 }
 
