@@ -7,8 +7,7 @@
 
 use crate::config::{Mlp, ModelConfig, Positions};
 use crate::error::{Error, Result};
-use crate::nn::loss::softmax_in_place;
-use crate::nn::{activation, layer_norm, linear, reduce, rotary};
+use crate::nn::{activation, attention, layer_norm, linear, rotary};
 use crate::scalar::Scalar;
 
 use super::Model;
@@ -121,7 +120,6 @@ impl<S: Scalar> Model<S> {
             kv.x.iter_mut().zip(&self.p(l.wpe)[at..at + c]).for_each(|(x, &p)| *x += p);
         }
         let (hs, seen) = (c / nh, pos + 1);
-        let scale = S::one() / S::of(hs as f64).sqrt();
         let norm = |out: &mut [S], u: &mut [S], rstd: &mut [S], x: &[S], w: usize, b: usize| {
             layer_norm::forward_as(arch.norm, arch.norm_eps, out, u, rstd, x, self.p(w), self.p(b), c)
         };
@@ -136,22 +134,8 @@ impl<S: Scalar> Model<S> {
                 rotary::forward(&mut kv.q, 1, pos, nh, hs, dims, base);
                 rotary::forward(&mut kv.k[i][row], 1, pos, nh, hs, dims, base);
             }
-            // One attention row per head: P = softmax(q K^T / sqrt(hs)) over the positions seen.
-            let (keys, values) = (&kv.k[i], &kv.v[i]);
-            for h in 0..nh {
-                let cols = h * hs..(h + 1) * hs;
-                let q = &kv.q[cols.clone()];
-                let p = &mut kv.scores[..seen];
-                for (j, s) in p.iter_mut().enumerate() {
-                    *s = reduce::dot(q, &keys[j * c + cols.start..j * c + cols.end]) * scale;
-                }
-                softmax_in_place(p);
-                let y = &mut kv.y[cols.clone()];
-                y.fill(S::zero());
-                for (j, &pj) in p.iter().enumerate() {
-                    y.iter_mut().zip(&values[j * c + cols.start..j * c + cols.end]).for_each(|(y, &vv)| *y += pj * vv);
-                }
-            }
+            let seen_kv = (&kv.k[i][..seen * c], &kv.v[i][..seen * c]);
+            attention::forward_row(&mut kv.y, &mut kv.scores[..seen], &kv.q, seen_kv.0, seen_kv.1, nh);
             linear::forward(&mut kv.h, &kv.y, self.p(ids.o_w), self.p(ids.o_b), 1, c, c);
             kv.h.iter_mut().zip(&kv.x).for_each(|(h, &x)| *h += x);
             let mlp_in = if arch.parallel_residual { &kv.x } else { &kv.h };

@@ -116,6 +116,26 @@ pub fn forward<S: Scalar>(att: &mut [S], out: &mut [S], q: &[S], k: &[S], v: &[S
     }
 }
 
+/// One query row (a token written) over the `seen` positions cached: per head P = softmax(q K^T /
+/// sqrt(hs)) into `p` (seen), then `y = P V`; q and y are (C), K and V (seen, C). Multiversioned as
+/// the element-wise kernels (the same bits in every version: the sums keep their lane order).
+#[multiversion(targets = "simd")]
+pub fn forward_row<S: Scalar>(y: &mut [S], p: &mut [S], q: &[S], k: &[S], v: &[S], nh: usize) {
+    let (c, seen) = (q.len(), p.len());
+    let hs = c / nh;
+    let scale = S::one() / S::of(hs as f64).sqrt();
+    for ((qh, yh), h) in q.chunks_exact(hs).zip(y.chunks_exact_mut(hs)).zip((0..c).step_by(hs)) {
+        for (s, key) in p.iter_mut().zip(k.chunks_exact(c)) {
+            *s = reduce::dot(qh, &key[h..h + hs]) * scale;
+        }
+        softmax_in_place(p);
+        yh.fill(S::zero());
+        for (&pj, value) in p.iter().zip(v.chunks_exact(c).take(seen)) {
+            yh.iter_mut().zip(&value[h..h + hs]).for_each(|(y, &vv)| *y += pj * vv);
+        }
+    }
+}
+
 /// Sets `dq`, `dk`, `dv` (B, T, C) from `dout`; `scratch` is (T, T).
 #[allow(clippy::too_many_arguments)]
 pub fn backward<S: Scalar>(
