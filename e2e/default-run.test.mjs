@@ -30,7 +30,8 @@ test('the page trains the default experiment in the browser and the loss goes do
     // Whatever happened, keep a picture of the page for the person reading the log.
     await page.screenshot({ path: join(ARTIFACTS, 'page-last.png'), fullPage: true }).catch(() => {});
     await context.close().catch(() => {});
-    rmSync(userDataDir, { recursive: true, force: true });
+    // The browser's last processes may still be writing the profile as it closes: retried.
+    rmSync(userDataDir, { recursive: true, force: true, maxRetries: 10, retryDelay: 200 });
   });
   const problems = [];
   page.on('console', (msg) => {

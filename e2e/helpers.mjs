@@ -130,7 +130,8 @@ export async function launch(t, { preferences, profile, ...options } = {}) {
   t.after(async () => {
     await page.screenshot({ path: join(ARTIFACTS, 'page-features-last.png'), fullPage: true }).catch(() => {});
     await context.close().catch(() => {});
-    rmSync(userDataDir, { recursive: true, force: true });
+    // The browser's last processes may still be writing the profile as it closes: retried.
+    rmSync(userDataDir, { recursive: true, force: true, maxRetries: 10, retryDelay: 200 });
   });
   const problems = [];
   page.on('console', (msg) => {
