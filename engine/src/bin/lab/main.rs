@@ -44,9 +44,9 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// What a saved model or a GPT-2 writes: samples of a prompt with temperature, top-k and top-p.
+    /// What a saved model or a real one writes: samples of a prompt with temperature, top-k and top-p.
     Sample(sample::SampleArgs),
-    /// A GPT-2 (Hugging Face's files) reading a text: tokens on the sphere at every layer,
+    /// A real model (Hugging Face's files) reading a text: tokens on the sphere at every layer,
     /// attention as a Markov chain and against the Gaussian kernel, Brownian motion through depth.
     Inspect(inspect::InspectArgs),
     /// A model's checkpoints along its training (Pythia's revisions) reading the same texts: the

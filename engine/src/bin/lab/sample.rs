@@ -15,7 +15,8 @@ pub struct SampleArgs {
     /// A checkpoint folder (`lab train --save`).
     #[arg(long, required_unless_present = "model", conflicts_with = "model")]
     checkpoint: Option<PathBuf>,
-    /// A GPT-2 model folder (config.json and model.safetensors), as `lab inspect --model`.
+    /// A model folder in Hugging Face's layout (config.json, the weights, tokenizer.json), as `lab
+    /// inspect --model`: GPT-2, GPT-NeoX (Pythia), Llama (SmolLM2, TinyLlama) or Qwen2.
     #[arg(long)]
     model: Option<PathBuf>,
     /// Refuse to open a model of more than this many MiB (default 16 GiB).
