@@ -35,8 +35,9 @@ const WASM_TARGET: &str = "wasm32-unknown-unknown";
 /// The browser and its driver, lavapipe for WebGPU natively, and a real English corpus for JoMA
 /// (the fortunes databases: the science tests never download text), and numpy for the
 /// independent GPT-2 forward the model-opening tests check against (`engine/tests/gpt2`).
+// make and gcc build jemalloc, the `lab` binary's allocator (tikv-jemalloc-sys).
 const APT_PACKAGES: &[&str] =
-    &["chromium", "chromium-driver", "mesa-vulkan-drivers", "libvulkan1", "fortunes", "python3-numpy"];
+    &["chromium", "chromium-driver", "mesa-vulkan-drivers", "libvulkan1", "fortunes", "python3-numpy", "make", "gcc"];
 const CHROMIUM: &str = "/usr/bin/chromium";
 const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
 const SERVE_PORT: u16 = 8080;

@@ -43,7 +43,7 @@ impl Ctx {
             }
         }
         if missing.is_empty() {
-            println!("xtask:   chromium, chromedriver, Mesa Vulkan, fortunes, numpy: present");
+            println!("xtask:   chromium, chromedriver, Mesa Vulkan, fortunes, numpy, make, gcc: present");
             return Ok(());
         }
         println!("xtask:   missing {}: installing {} with apt-get", missing.join(", "), APT_PACKAGES.join(" "));
