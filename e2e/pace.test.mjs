@@ -113,3 +113,42 @@ test('never frozen: with WebGL and canvases on a software GPU, Pause takes effec
   t.diagnostic(notes.join('; '));
   assert.deepEqual(problems.filter((p) => !/WebGL|GPU stall/i.test(p)), [], 'no console errors or exceptions');
 });
+
+test('a long step stops for Pause between its shards, and the paused run keeps the numbers of one never paused', { timeout: 300_000 }, async (t) => {
+  const { page, problems } = await launch(t);
+  const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+  // About half a second a step in a tab: two workers, each with two shards of a forward and a
+  // backward pass (engine::train::interrupt).
+  const wide = { preset: 'custom', data: 'grammar', text: '', d_model: 1024, layers: 1, heads: 8, context: 16, activation: 'gelu', causal: true, optimizer: 'adam', lr: 0.003, steps: 16, batch: 8, seed: 0 };
+  const hash = '#s=' + encodeURIComponent(JSON.stringify(wide));
+  const lossesOf = (page) => page.evaluate(() => document.getElementById('loss-chart')?.dataset.trainLosses ?? '');
+  await open(page, hash);
+  await page.click('#start');
+  await stepTo(page, 2, 120_000);
+  const waits = [];
+  for (let i = 0; i < 4 && (await page.getAttribute('#status', 'data-phase')) === 'training'; i++) {
+    // Press at a different moment of the step each time.
+    await page.waitForTimeout(90 * i + 40);
+    const t0 = Date.now();
+    await page.click('#start');
+    await waitPhase(page, ['paused', 'done'], 30_000);
+    waits.push(Date.now() - t0);
+    if ((await page.getAttribute('#status', 'data-phase')) === 'done') break;
+    await page.click('#start');
+  }
+  const stepMs = parseFloat(await textOf(page, '#speed')) || 0;
+  await waitPhase(page, ['done'], 240_000);
+  const paused = await lossesOf(page);
+  await open(page, hash);
+  await page.click('#start');
+  await waitPhase(page, ['done'], 240_000);
+  t.diagnostic(`d1024 L1 T16 B8: Pause in ${waits.join(', ')} ms, a step ${stepMs} ms`);
+  assert.equal(paused, await lossesOf(page), 'the same losses with and without the pauses');
+  assert.ok(paused.split(',').length >= 16, `every step's loss: ${paused}`);
+  assert.ok(waits.length >= 3 && stepMs > 0, `${waits.length} pauses, a step of ${stepMs} ms`);
+  // Each press comes 40-310 ms into a step of about 2 s (validation and writing included, as every
+  // step of a 16-step run has them): waiting for the step's end would take most of it. Cut between
+  // its shards' passes, Pause comes within a fraction of it.
+  assert.ok(median(waits) < 0.3 * stepMs, `Pause took ${waits} ms; a step ${stepMs} ms`);
+  assert.deepEqual(problems, [], 'no console errors or exceptions');
+});

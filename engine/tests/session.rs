@@ -7,6 +7,7 @@ use engine::config::{ModelConfig, OptimizerConfig, TrainConfig};
 use engine::gpu::{block_on, GpuContext, GpuError};
 use engine::science::cache;
 use engine::session::{BackendChoice, Experiment, Metrics, Progress, Runner, Session};
+use engine::train::interrupt::Interrupt;
 use engine::train::remote::{ShardFuture, ShardPool, ShardTask, ShardWorker};
 use engine::Trainer;
 
@@ -147,7 +148,7 @@ fn a_non_finite_loss_pauses_at_the_last_good_state_and_a_new_rate_goes_on() {
             match block_on(s.step()).unwrap() {
                 Progress::NonFinite { message, kept } => break (message, kept),
                 Progress::Done => panic!("{backend:?}: lr 1e30 trained to the end"),
-                Progress::Stepped { .. } => {}
+                Progress::Stepped { .. } | Progress::Interrupted { .. } => {}
             }
         };
         let (message, kept) = stop;
@@ -433,6 +434,44 @@ fn a_second_worker_takes_half_of_each_step_and_a_failed_one_changes_no_number() 
     }
 }
 
+/// Stops at every tenth question it is asked (a step asks 3 or 7: each is taken in the end).
+struct EveryTenth(std::cell::Cell<usize>);
+
+impl Interrupt for EveryTenth {
+    fn stop(&self) -> std::pin::Pin<Box<dyn std::future::Future<Output = bool> + '_>> {
+        self.0.set(self.0.get() + 1);
+        Box::pin(std::future::ready(self.0.get().is_multiple_of(10)))
+    }
+}
+
+#[test]
+fn steps_stopped_for_an_interrupt_are_taken_again_with_the_same_numbers() {
+    let mut cfg = config(OptimizerConfig::adam(), 10);
+    cfg.model = ModelConfig { d_ff: 128, context: 32, ..cfg.model };
+    cfg.batch = 16;
+    let mut alone = block_on(Session::new(experiment(cfg.clone(), BackendChoice::Cpu), BUDGET)).unwrap();
+    let expected = run_to_end(&mut alone);
+    for pool in [false, true] {
+        let mut s = block_on(Session::new(experiment(cfg.clone(), BackendChoice::Cpu), BUDGET)).unwrap();
+        if pool {
+            let tasks = std::rc::Rc::new(std::cell::Cell::new(0));
+            s.set_shard_pool(Some(Box::new(InlinePool { worker: Default::default(), tasks, fail_at: usize::MAX })));
+        }
+        s.set_interrupt(Some(Box::new(EveryTenth(Default::default()))));
+        let all = run_to_end(&mut s);
+        let stopped: Vec<_> = all
+            .iter()
+            .filter_map(|p| if let Progress::Interrupted { step } = p { Some(*step) } else { None })
+            .collect();
+        assert!(stopped.len() >= 2, "with the other worker: {pool}; stopped at {stopped:?}");
+        let got: Vec<_> = all.into_iter().filter(|p| !matches!(p, Progress::Interrupted { .. })).collect();
+        assert_eq!(format!("{got:?}"), format!("{expected:?}"), "the same steps, losses and validations");
+        assert_eq!(s.metrics().train, alone.metrics().train);
+        assert_eq!(s.metrics().val, alone.metrics().val);
+        assert_eq!(block_on(s.snapshot()).unwrap().params, block_on(alone.snapshot()).unwrap().params);
+    }
+}
+
 /// The state a non-finite loss goes back to is copied every `ROLLBACK_EVERY` steps; going back
 /// recomputes the steps since the copy, so the run keeps the uninterrupted run's state to the bit.
 #[test]
@@ -447,7 +486,7 @@ fn a_non_finite_loss_goes_back_to_the_uninterrupted_runs_state_from_an_older_cop
             match block_on(s.step()).unwrap() {
                 Progress::NonFinite { kept, .. } => break kept,
                 Progress::Done => panic!("{name}: rate 1 without clipping trained to the end"),
-                Progress::Stepped { .. } => {}
+                Progress::Stepped { .. } | Progress::Interrupted { .. } => {}
             }
         };
         assert_eq!(kept, expected, "{name}");

@@ -81,6 +81,11 @@ impl Mailbox {
         self.inbox.borrow_mut().queue.pop_front()
     }
 
+    /// Whether a command already here is one `f` picks.
+    pub fn holds(&self, f: impl Fn(&Command) -> bool) -> bool {
+        self.inbox.borrow().queue.iter().any(|(cmd, _, _)| f(cmd))
+    }
+
     /// Waits for the next command.
     pub async fn next(&self) -> Message {
         loop {

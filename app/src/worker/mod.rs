@@ -315,6 +315,7 @@ impl Worker {
             self.second = SecondWorker::spawn();
         }
         session.set_shard_pool(self.second.clone().map(|w| Box::new(w) as Box<dyn ShardPool>));
+        session.set_interrupt(Some(Box::new(running::Breaks::new(self.mailbox.clone()))));
         let m = session.metrics().clone();
         self.sent = (m.train.len(), m.val.len(), m.diagnostics.len());
         self.post(Event::Run {

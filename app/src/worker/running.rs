@@ -1,12 +1,58 @@
 //! The running loop: steps for a chunk of time (or one, paced), then posts the new points, the
 //! panels and the written text, and ends, pauses or fails the run as the session says.
 
-use engine::session::Progress;
+use std::cell::Cell;
+use std::future::Future;
+use std::pin::Pin;
 
+use engine::session::Progress;
+use engine::train::interrupt::Interrupt;
+
+use super::mailbox::Mailbox;
 use super::{Worker, CHUNK_MS, PANELS_EVERY_MS, PROGRESS_EVERY_MS};
-use crate::js::{now_ms, sleep};
-use crate::protocol::{self, Event, Phase};
+use crate::js::{now_ms, sleep, yield_now};
+use crate::protocol::{self, Command, Event, Phase};
 use crate::settings;
+
+/// How long a CPU step runs before it lets the worker hear its messages, between two of its pieces
+/// (`engine::train::interrupt`): Pause is heard within about this and one piece (a shard's forward
+/// or backward pass) instead of a whole step, for a turn of the event loop (a fraction of a
+/// millisecond) this often.
+const BREAK_EVERY_MS: f64 = 25.0;
+
+/// The commands that end the steps running: a step stops for them and they are handled at once.
+pub(super) fn stops_steps(cmd: &Command) -> bool {
+    matches!(
+        cmd,
+        Command::Pause | Command::Reset | Command::Create { .. } | Command::LoadModel { .. } | Command::ResumeSaved
+    )
+}
+
+/// What the session's CPU steps ask between their pieces: a turn of the event loop when
+/// [`BREAK_EVERY_MS`] have passed since the last, then whether a command that ends the steps came.
+pub(super) struct Breaks {
+    mailbox: Mailbox,
+    last: Cell<f64>,
+}
+
+impl Breaks {
+    pub(super) fn new(mailbox: Mailbox) -> Breaks {
+        Breaks { mailbox, last: Cell::new(now_ms()) }
+    }
+}
+
+impl Interrupt for Breaks {
+    fn stop(&self) -> Pin<Box<dyn Future<Output = bool> + '_>> {
+        Box::pin(async move {
+            if now_ms() - self.last.get() < BREAK_EVERY_MS {
+                return false;
+            }
+            yield_now().await;
+            self.last.set(now_ms());
+            self.mailbox.holds(stops_steps)
+        })
+    }
+}
 
 impl Worker {
     /// Runs steps for about a chunk's time (or one step when paced), then posts what is due.
@@ -24,7 +70,7 @@ impl Worker {
             self.advance(1).await;
         } else {
             let started = now_ms();
-            while self.phase == Phase::Running && now_ms() - started < CHUNK_MS {
+            while self.phase == Phase::Running && now_ms() - started < CHUNK_MS && !self.mailbox.holds(stops_steps) {
                 self.advance(1).await;
             }
         }
@@ -68,6 +114,8 @@ impl Worker {
                     self.finish().await;
                     return;
                 }
+                // A command that ends the steps came during this one: it is handled next.
+                Ok(Progress::Interrupted { .. }) => return,
                 Ok(Progress::NonFinite { message, kept }) => {
                     let metrics = metrics.unwrap_or_default();
                     self.sent = (metrics.train.len(), metrics.val.len(), metrics.diagnostics.len());

@@ -125,7 +125,7 @@ impl BenchSpec {
     pub async fn run(&self, now: &dyn Fn() -> f64, pool: Option<&dyn ShardPool>) -> Result<BenchResult> {
         let cfg = self.config()?;
         let mut t = Trainer::new(cfg)?;
-        let step = async |t: &mut Trainer| match remote::step(t, pool).await {
+        let step = async |t: &mut Trainer| match remote::step(t, pool, None).await {
             (_, Some(why)) => Err(Error::Config(format!("the second worker stopped: {why}"))),
             (report, None) => report.map(|_| ()),
         };

@@ -31,6 +31,7 @@ use crate::error::{Error, Result};
 use crate::optim::second_order::Diagnostics;
 use crate::sample::{Sample, SampleSpec, Vocab};
 use crate::science::probe::Probe;
+use crate::train::interrupt::Interrupt;
 use crate::train::remote::ShardPool;
 use crate::train::{Reported, Trainer};
 
@@ -97,6 +98,9 @@ pub enum Progress {
     /// A non-finite loss or gradient: the run went back to step `kept` and waits (a lower
     /// learning rate, then `step` again).
     NonFinite { message: String, kept: usize },
+    /// The step after `step` stopped for the session's interrupt (`set_interrupt`) and changed
+    /// nothing; the next call takes it from its start.
+    Interrupted { step: usize },
 }
 
 /// Steps between the CPU's copies of its whole state (weights and optimizer state) for going back
@@ -127,6 +131,8 @@ pub struct Session {
     stopped: Option<Progress>,
     /// Another worker that computes half of each CPU step's shards (`train::remote`).
     pool: Option<Box<dyn ShardPool>>,
+    /// Asked between the pieces of each CPU step (`train::interrupt`: the page's Pause).
+    interrupt: Option<Box<dyn Interrupt>>,
     /// The data's symbols, for prompts and what the model writes.
     vocab: Vocab,
     /// The prompt the schedule writes from (the experiment's, or the start of a validation line).
@@ -194,6 +200,7 @@ impl Session {
             flow: None,
             stopped: None,
             pool: None,
+            interrupt: None,
             vocab,
             prompt,
             probe_row: (row, next[t - 1]),
@@ -245,7 +252,11 @@ impl Session {
         let due = self.rollback.as_ref().is_none_or(|r| done - r.step >= ROLLBACK_EVERY);
         let before = if due { self.runner.cpu().map(Trainer::snapshot) } else { None };
         let mut known = Vec::new();
-        let mut stepped = self.runner.step_with(&mut self.notices, &mut known, &mut self.pool).await;
+        let interrupt = self.interrupt.as_deref();
+        let mut stepped = match self.runner.step_with(&mut self.notices, &mut known, &mut self.pool, interrupt).await {
+            Ok(false) => return Ok(Progress::Interrupted { step: done }),
+            other => other.map(|_| ()),
+        };
         let s = self.runner.step_count();
         let every = self.exp.train.eval_every;
         let eval_due = s == total || (every > 0 && s.is_multiple_of(every));
@@ -505,6 +516,10 @@ impl Session {
     /// Gives half of each CPU step's shards to `pool` (another worker): the numbers stay the same.
     pub fn set_shard_pool(&mut self, pool: Option<Box<dyn ShardPool>>) {
         self.pool = pool;
+    }
+    /// What each CPU step asks between its pieces whether to stop (`Progress::Interrupted`).
+    pub fn set_interrupt(&mut self, interrupt: Option<Box<dyn Interrupt>>) {
+        self.interrupt = interrupt;
     }
     /// Whether another worker takes part in the steps: there is one, the run is on the CPU and its
     /// steps split (`Trainer::splits`).

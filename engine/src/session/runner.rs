@@ -10,6 +10,7 @@ use crate::error::{Error, Result};
 use crate::model::Model;
 use crate::optim::second_order::Diagnostics;
 use crate::session::experiment::BackendChoice;
+use crate::train::interrupt::Interrupt;
 use crate::train::remote::{self, ShardPool};
 use crate::train::{Reported, Trainer};
 
@@ -105,26 +106,28 @@ impl Runner {
     /// and the step is taken there; a non-finite loss is `Error::NonFinite` on every backend.
     #[cfg_attr(not(feature = "gpu"), allow(unused_variables, clippy::ptr_arg))]
     pub async fn step(&mut self, notices: &mut Vec<String>, out: &mut Vec<Reported>) -> Result<()> {
-        self.step_with(notices, out, &mut None).await
+        self.step_with(notices, out, &mut None, None).await.map(|_| ())
     }
 
     /// `step`, with `pool` (another worker) computing half of a CPU step's shards; one that fails
-    /// is dropped (the notice says so) and the step is finished here, with the same numbers.
+    /// is dropped (the notice says so) and the step is finished here, with the same numbers. A CPU
+    /// step asks `interrupt` between its pieces; false: it stopped there and changed nothing.
     #[cfg_attr(not(feature = "gpu"), allow(unused_variables, clippy::ptr_arg))]
     pub async fn step_with(
         &mut self,
         notices: &mut Vec<String>,
         out: &mut Vec<Reported>,
         pool: &mut Option<Box<dyn ShardPool>>,
-    ) -> Result<()> {
+        interrupt: Option<&dyn Interrupt>,
+    ) -> Result<bool> {
         #[cfg(feature = "gpu")]
         if let Runner::Gpu(run) = self {
             let failure = match run.gpu.step(out).await {
                 Ok(()) => match run.sync(out).await {
-                    Ok(()) => return Ok(()),
+                    Ok(()) => return Ok(true),
                     // The step happened; the read or the copy after it failed.
                     Err(GpuError::Engine(e)) => return Err(e),
-                    Err(e) => return self.fall_back(e, notices, out),
+                    Err(e) => return self.fall_back(e, notices, out).map(|()| true),
                 },
                 Err(GpuError::Engine(e)) => return Err(e),
                 Err(e) => e,
@@ -133,16 +136,16 @@ impl Runner {
         }
         match self {
             Runner::Cpu(t) => {
-                let (report, failed) = remote::step(t, pool.as_deref()).await;
+                let (report, failed) = remote::step(t, pool.as_deref(), interrupt).await;
                 if let Some(why) = failed {
                     notices.push(format!(
                         "The second worker stopped ({why}): training goes on in one worker, with the same numbers."
                     ));
                     *pool = None;
                 }
-                let report = report?;
+                let Some(report) = report? else { return Ok(false) };
                 out.push((report, t.diagnostics().cloned()));
-                Ok(())
+                Ok(true)
             }
             #[cfg(feature = "gpu")]
             Runner::Gpu(_) => unreachable!("the GPU run moved to the CPU"),

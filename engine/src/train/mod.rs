@@ -1,8 +1,10 @@
 //! The training loop the CLI and the page share: one `step` at a time, so a caller can yield to a
 //! browser between steps, stop on bad numbers, and checkpoint whenever it likes. The batch runs in
 //! `shards` (data parallel, the same bits on any number of threads), half of them in another worker
-//! where there are no threads (`remote`, the browser).
+//! where there are no threads (`remote`, the browser). A long step may stop between its pieces for
+//! its caller (`interrupt`, the browser's Pause).
 
+pub mod interrupt;
 pub mod remote;
 pub mod shards;
 
@@ -109,6 +111,23 @@ impl Trainer {
     /// This worker's shards of the step begun.
     pub fn compute_own(&mut self) -> Result<()> {
         self.shards.compute(&self.model, &self.tokens, &self.targets, true, 0..self.own)
+    }
+
+    /// As `compute_own`, one pass of one shard at a time, asking `interrupt` between them (not
+    /// after the last: the rest of the step is short). False when it stopped: the step begun is
+    /// then abandoned, and nothing it changed is read again before the next `begin_step`.
+    pub async fn compute_own_until(&mut self, interrupt: &dyn interrupt::Interrupt) -> Result<bool> {
+        for s in 0..self.own {
+            self.shards.compute(&self.model, &self.tokens, &self.targets, false, s..s + 1)?;
+            if interrupt.stop().await {
+                return Ok(false);
+            }
+            self.shards.backward(&self.model, s..s + 1);
+            if s + 1 < self.own && interrupt.stop().await {
+                return Ok(false);
+            }
+        }
+        Ok(true)
     }
 
     /// Ends the step begun with the other worker's shards (`None`: computes them here).

@@ -12,6 +12,7 @@ use std::future::Future;
 use std::ops::Range;
 use std::pin::Pin;
 
+use super::interrupt::Interrupt;
 use super::shards::{ShardOut, Shards, SHARDS};
 use crate::config::ModelConfig;
 use crate::error::{Error, Result};
@@ -54,9 +55,15 @@ pub trait ShardPool {
 }
 
 /// One training step of `t` with the other worker's shards computed by `pool` (when there is one
-/// and it takes the task). A pool that fails gives its reason as the second value; the step is then
-/// finished here, with the same numbers.
-pub async fn step(t: &mut Trainer, pool: Option<&dyn ShardPool>) -> (Result<StepReport>, Option<String>) {
+/// and it takes the task), asking `interrupt` (when given) between this worker's pieces of it. A
+/// pool that fails gives its reason as the second value; the step is then finished here, with the
+/// same numbers. None: the step stopped for `interrupt` and changed nothing (a task sent off is
+/// left to finish on its own; the pool takes no other until it has).
+pub async fn step(
+    t: &mut Trainer,
+    pool: Option<&dyn ShardPool>,
+    interrupt: Option<&dyn Interrupt>,
+) -> (Result<Option<StepReport>>, Option<String>) {
     // Without a pool no task is made: the weights are copied only for another worker.
     let remote = match pool {
         Some(pool) => t.begin_step(true).and_then(|task| pool.start(task)),
@@ -65,13 +72,19 @@ pub async fn step(t: &mut Trainer, pool: Option<&dyn ShardPool>) -> (Result<Step
             None
         }
     };
-    if let Err(e) = t.compute_own() {
-        return (Err(e), None);
+    let own = match interrupt {
+        Some(interrupt) => t.compute_own_until(interrupt).await,
+        None => t.compute_own().map(|()| true),
+    };
+    match own {
+        Err(e) => return (Err(e), None),
+        Ok(false) => return (Ok(None), None),
+        Ok(true) => {}
     }
-    let Some(remote) = remote else { return (t.finish_step(None), None) };
+    let Some(remote) = remote else { return (t.finish_step(None).map(Some), None) };
     match remote.await {
-        Ok(outs) => (t.finish_step(Some(outs)), None),
-        Err(why) => (t.finish_step(None), Some(why)),
+        Ok(outs) => (t.finish_step(Some(outs)).map(Some), None),
+        Err(why) => (t.finish_step(None).map(Some), Some(why)),
     }
 }
 
@@ -151,6 +164,72 @@ mod tests {
         }
         assert_eq!(bits(&alone.model().params), bits(&split.model().params));
         assert_eq!(alone.evaluate().unwrap().to_bits(), split.evaluate().unwrap().to_bits());
+    }
+
+    /// Stops at its `at`-th question (counting from 1), then never again.
+    struct StopAt {
+        at: usize,
+        asked: std::cell::Cell<usize>,
+    }
+
+    impl Interrupt for StopAt {
+        fn stop(&self) -> Pin<Box<dyn Future<Output = bool> + '_>> {
+            self.asked.set(self.asked.get() + 1);
+            Box::pin(std::future::ready(self.asked.get() == self.at))
+        }
+    }
+
+    /// The value of a future that is ready at its first poll (these steps await nothing else).
+    fn now<T>(f: impl Future<Output = T>) -> T {
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        match std::pin::pin!(f).poll(&mut cx) {
+            std::task::Poll::Ready(v) => v,
+            std::task::Poll::Pending => panic!("the step waited"),
+        }
+    }
+
+    #[test]
+    fn a_step_stopped_between_any_two_pieces_changes_nothing_and_is_redone_to_the_bit() {
+        let cfg = config(OptimizerConfig::adam());
+        let mut alone = Trainer::new(cfg.clone()).unwrap();
+        let expected: Vec<_> = (0..3).map(|_| alone.step().unwrap()).collect();
+        // Four shards, two of them here with another worker: a forward and a backward pass each,
+        // asked after every pass but the last.
+        for (pool, questions) in [(None, 7), (Some(Inline), 3)] {
+            let pool = pool.as_ref().map(|p| p as &dyn ShardPool);
+            for at in 1..=questions {
+                let mut t = Trainer::new(cfg.clone()).unwrap();
+                for (i, e) in expected.iter().enumerate() {
+                    // The second step stops at question `at`, then is asked again.
+                    let stops = StopAt { at: if i == 1 { at } else { 0 }, asked: Default::default() };
+                    if i == 1 {
+                        let before = bits(&t.model().params);
+                        let (report, failed) = now(step(&mut t, pool, Some(&stops)));
+                        assert!(report.unwrap().is_none() && failed.is_none(), "stopped at question {at}");
+                        assert_eq!(stops.asked.get(), at);
+                        assert_eq!(
+                            (t.step_count(), bits(&t.model().params)),
+                            (1, before),
+                            "a stopped step changes nothing"
+                        );
+                    }
+                    let got = now(step(&mut t, pool, Some(&stops))).0.unwrap().expect("asked past its stop");
+                    assert_eq!((got.step, got.loss.to_bits()), (e.step, e.loss.to_bits()));
+                    assert_eq!(stops.asked.get(), if i == 1 { at + questions } else { questions });
+                }
+                assert_eq!(bits(&t.model().params), bits(&alone.model().params), "stop at {at}");
+            }
+        }
+    }
+
+    /// Another worker computing its task at once, in this thread.
+    struct Inline;
+
+    impl ShardPool for Inline {
+        fn start(&self, task: ShardTask) -> Option<ShardFuture> {
+            let outs = ShardWorker::for_task(&task).and_then(|mut w| w.run(task)).map_err(|e| e.to_string());
+            Some(Box::pin(std::future::ready(outs)))
+        }
     }
 
     #[test]

@@ -186,6 +186,12 @@ impl Shards {
         }
     }
 
+    /// The backward pass of the shards `which`, after their forward pass (`compute` without
+    /// `backward`): the same gradients `compute` with `backward` gives, to the bit.
+    pub fn backward(&mut self, model: &Model<f32>, which: Range<usize>) {
+        self.each(which, |p| model.backward(&p.cache, &mut p.grads));
+    }
+
     /// Takes the shards from `first` on from another worker (as `compute` would have left them).
     pub fn accept(&mut self, first: usize, outs: Vec<ShardOut>) -> Result<()> {
         let parts = self.parts.get_mut(first..).filter(|p| p.len() == outs.len());

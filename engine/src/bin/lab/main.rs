@@ -261,7 +261,8 @@ fn train(a: TrainArgs) -> Result<(), Error> {
                     None => eprintln!("step {step:>6}  train {loss:.4}  val {val:.4}"),
                 }
             }
-            Progress::Stepped { .. } => {}
+            // The lab sets no interrupt: its steps are never stopped.
+            Progress::Stepped { .. } | Progress::Interrupted { .. } => {}
         }
         if let Some(b) = &bar {
             b.set_position(session.step_count() as u64);
