@@ -53,7 +53,12 @@ fn every_block_writes_through_the_cache_as_its_full_pass_reads() {
         tied_head: true,
         ..Arch::default()
     };
-    for (arch, activation) in [(neox, Activation::GeluExact), (llama, Activation::Silu)] {
+    // The last: a model stored in BF16, whose written tokens read the weights' bfloat16 copies.
+    for (arch, activation, bf16) in [
+        (neox, Activation::GeluExact, false),
+        (llama.clone(), Activation::Silu, false),
+        (llama, Activation::Silu, true),
+    ] {
         let (v, t) = (29, 21);
         let cfg = ModelConfig {
             vocab: v,
@@ -71,7 +76,26 @@ fn every_block_writes_through_the_cache_as_its_full_pass_reads() {
         let normal = Normal::new(0.0, 0.3).unwrap();
         for x in m.params.iter_mut() {
             *x += normal.sample(&mut r);
+            if bf16 {
+                *x = f32::from_bits(x.to_bits() & 0xffff_0000);
+            }
         }
+        if bf16 {
+            // Keys and values repeating in groups of two heads, as a real grouped-query model's
+            // are read: each group's rows are computed once, from the copy too.
+            let (c, hs) = (m.cfg.d_model, m.cfg.d_model / m.cfg.heads);
+            for b in m.layout.blocks.clone() {
+                for (id, width) in [(b.k_w, c), (b.v_w, c), (b.k_b, 1), (b.v_b, 1)] {
+                    let t = m.layout.of_mut(&mut m.params, id);
+                    for head in [1, 3] {
+                        t.copy_within((head - 1) * hs * width..head * hs * width, head * hs * width);
+                    }
+                }
+            }
+            m = Model::from_parts(m.cfg.clone(), m.layout.clone(), m.params).unwrap();
+        }
+        m.keep_bf16();
+        assert_eq!(m.keeps_bf16(), bf16, "copies kept only of weights that are bfloat16 exactly");
         let tokens: Vec<u32> = (0..t).map(|_| r.random_range(0..v as u32)).collect();
         let full = m.logits_full(&tokens).unwrap();
         let mut kv = KvCache::new(&m.cfg, t);

@@ -7,7 +7,7 @@
 
 use crate::config::{Mlp, ModelConfig, Positions};
 use crate::error::{Error, Result};
-use crate::nn::{activation, attention, layer_norm, linear, rotary};
+use crate::nn::{activation, attention, bf16, layer_norm, linear, rotary};
 use crate::scalar::Scalar;
 
 use super::Model;
@@ -111,7 +111,7 @@ impl<S: Scalar> Model<S> {
     /// `forward_next` once its input is checked.
     fn next_row(&self, kv: &mut KvCache<S>, token: u32) {
         let cfg = &self.cfg;
-        let (c, f, v, nh) = (cfg.d_model, cfg.d_ff, cfg.vocab, cfg.heads);
+        let (c, nh) = (cfg.d_model, cfg.heads);
         let (pos, l, arch) = (kv.len, &self.layout, &cfg.arch);
         let tok = token as usize * c;
         kv.x.copy_from_slice(&self.p(l.wte)[tok..tok + c]);
@@ -125,36 +125,54 @@ impl<S: Scalar> Model<S> {
         };
         for (i, ids) in l.blocks.iter().enumerate() {
             norm(&mut kv.ln, &mut kv.u, &mut kv.rstd, &kv.x, ids.ln1_w, ids.ln1_b);
-            linear::forward(&mut kv.q, &kv.ln, self.p(ids.q_w), self.p(ids.q_b), 1, c, c);
+            self.row(&mut kv.q, &kv.ln, ids.q_w, ids.q_b, hs, 1);
             let row = pos * c..seen * c;
             let g = self.kv_group;
-            linear::forward_grouped(&mut kv.k[i][row.clone()], &kv.ln, self.p(ids.k_w), self.p(ids.k_b), 1, c, hs, g);
-            linear::forward_grouped(&mut kv.v[i][row.clone()], &kv.ln, self.p(ids.v_w), self.p(ids.v_b), 1, c, hs, g);
+            self.row(&mut kv.k[i][row.clone()], &kv.ln, ids.k_w, ids.k_b, hs, g);
+            self.row(&mut kv.v[i][row.clone()], &kv.ln, ids.v_w, ids.v_b, hs, g);
             if let Positions::Rotary { dims, base } = arch.positions {
                 rotary::forward(&mut kv.q, 1, pos, nh, hs, dims, base);
                 rotary::forward(&mut kv.k[i][row], 1, pos, nh, hs, dims, base);
             }
             let seen_kv = (&kv.k[i][..seen * c], &kv.v[i][..seen * c]);
             attention::forward_row(&mut kv.y, &mut kv.scores[..seen], &kv.q, seen_kv.0, seen_kv.1, nh);
-            linear::forward(&mut kv.h, &kv.y, self.p(ids.o_w), self.p(ids.o_b), 1, c, c);
+            self.row(&mut kv.h, &kv.y, ids.o_w, ids.o_b, hs, 1);
             kv.h.iter_mut().zip(&kv.x).for_each(|(h, &x)| *h += x);
             let mlp_in = if arch.parallel_residual { &kv.x } else { &kv.h };
             norm(&mut kv.ln, &mut kv.u, &mut kv.rstd, mlp_in, ids.ln2_w, ids.ln2_b);
-            linear::forward(&mut kv.fc, &kv.ln, self.p(ids.fc_w), self.p(ids.fc_b), 1, c, f);
+            self.row(&mut kv.fc, &kv.ln, ids.fc_w, ids.fc_b, hs, 1);
             match ids.gate {
                 None => activation::forward(cfg.activation, &mut kv.act, &kv.fc),
                 Some((gw, gb)) => {
-                    linear::forward(&mut kv.gate, &kv.ln, self.p(gw), self.p(gb), 1, c, f);
+                    self.row(&mut kv.gate, &kv.ln, gw, gb, hs, 1);
                     activation::forward(cfg.activation, &mut kv.act, &kv.gate);
                     kv.act.iter_mut().zip(&kv.fc).for_each(|(a, &up)| *a *= up);
                 }
             }
-            linear::forward(&mut kv.x, &kv.act, self.p(ids.proj_w), self.p(ids.proj_b), 1, f, c);
+            self.row(&mut kv.x, &kv.act, ids.proj_w, ids.proj_b, hs, 1);
             kv.x.iter_mut().zip(&kv.h).for_each(|(x, &h)| *x += h);
         }
         norm(&mut kv.ln, &mut kv.u, &mut kv.rstd, &kv.x, l.lnf_w, l.lnf_b);
-        linear::forward(&mut kv.logits, &kv.ln, self.p(l.head_w), self.p(l.head_b), 1, c, v);
+        self.row(&mut kv.logits, &kv.ln, l.head_w, l.head_b, hs, 1);
         kv.len += 1;
+    }
+
+    /// One row `x` through the linear layer of weight `w` and bias `b` (its output in heads of `hs`
+    /// repeating in groups of `group`, as `linear::forward_grouped` takes them), from the weight's
+    /// bfloat16 copy where the model keeps one (`Model::keep_bf16`).
+    fn row(&self, out: &mut [S], x: &[S], w: usize, b: usize, hs: usize, group: usize) {
+        let (din, bias) = (x.len(), self.p(b));
+        let Some(bits) = self.bf16_rows.get(w).and_then(Option::as_deref) else {
+            return linear::forward_grouped(out, x, self.p(w), bias, 1, din, hs, group);
+        };
+        if group == 1 {
+            return bf16::forward(out, x, bits, bias, din);
+        }
+        for start in (0..bias.len()).step_by(group * hs) {
+            let (first, rest) = out[start..start + group * hs].split_at_mut(hs);
+            bf16::forward(first, x, &bits[start * din..(start + hs) * din], &bias[start..start + hs], din);
+            rest.chunks_exact_mut(hs).for_each(|h| h.copy_from_slice(first));
+        }
     }
 
     /// Empties `kv` and runs `window` (1 to T tokens) through it at once: the full forward pass over

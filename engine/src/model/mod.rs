@@ -23,7 +23,7 @@ use linears::LinearId;
 use crate::config::{ModelConfig, Positions};
 use crate::error::{Error, Result};
 use crate::nn::attention::{self, Shape};
-use crate::nn::{activation, embedding, layer_norm, linear, loss, rotary};
+use crate::nn::{activation, bf16, embedding, layer_norm, linear, loss, rotary};
 use crate::rng::{rng, Stream};
 use crate::scalar::Scalar;
 use params::Layout;
@@ -37,6 +37,9 @@ pub struct Model<S> {
     /// grouped-query model's, checked as it is made): the forward computes each group's once. 1
     /// otherwise (the tests' random grouped-query models compute every head's rows).
     kv_group: usize,
+    /// By tensor id, the bfloat16 copy a written token reads instead of the f32 weights, where
+    /// they are bfloat16 exactly (`keep_bf16`: a real model stored in BF16); empty otherwise.
+    bf16_rows: Vec<Option<Vec<u16>>>,
 }
 
 /// Refuses a batch that is not `n` tokens and targets, or holds an id outside the vocabulary of `v`
@@ -142,7 +145,7 @@ impl<S: Scalar> Model<S> {
             return Err(Error::Config(format!("{} weights for a layout of {}", params.len(), layout.total)));
         }
         let kv_group = kv_group(&cfg, &layout, &params);
-        Ok(Model { cfg, layout, params, kv_group })
+        Ok(Model { cfg, layout, params, kv_group, bf16_rows: Vec::new() })
     }
 
     pub fn num_params(&self) -> usize {
@@ -297,6 +300,36 @@ impl<S: Scalar> Model<S> {
         }
         let (dwte, dwpe) = pair_mut(l, &mut g.data, l.wte, l.wpe);
         embedding::backward(dwte, dwpe, &g.dresid, &cache.tokens, t, c);
+    }
+}
+
+impl Model<f32> {
+    /// Keeps a bfloat16 copy of each weight a written token reads (every block's linear layers
+    /// and the head) that is bfloat16 exactly, for `forward_next` (`nn::bf16`): half the bytes
+    /// read a token, the same values. For a model read from its files, whose weights never change
+    /// after: a copy is not updated with them.
+    pub fn keep_bf16(&mut self) {
+        let l = &self.layout;
+        let linears = l
+            .blocks
+            .iter()
+            .flat_map(|b| [b.q_w, b.k_w, b.v_w, b.o_w, b.fc_w, b.proj_w].into_iter().chain(b.gate.map(|g| g.0)));
+        let mut kept = vec![None; l.tensors.len()];
+        for id in linears.chain([l.head_w]) {
+            kept[id] = bf16::exact(self.p(id));
+        }
+        self.bf16_rows = kept;
+    }
+
+    /// Whether `keep_bf16` kept any copy.
+    pub fn keeps_bf16(&self) -> bool {
+        self.bf16_rows.iter().any(Option::is_some)
+    }
+
+    /// The bytes of weights a written token reads: four a weight, two where its bfloat16 copy is
+    /// read instead (a grouped-query model's repeated key and value rows once per group: less).
+    pub fn written_token_bytes(&self) -> usize {
+        4 * self.params.len() - 2 * self.bf16_rows.iter().flatten().map(Vec::len).sum::<usize>()
     }
 }
 

@@ -12,6 +12,11 @@ use crate::scalar::Scalar;
 /// 768 x 768) are over it; the lab's own models (d_model up to 256 or so) never split.
 pub const SPLIT_WEIGHTS: usize = 1 << 19;
 
+/// One row (a token written) is split from this many weights: its product reads each weight once
+/// and does little else, so it runs at the memory's pace, which two cores reach and one does not.
+/// SmolLM2's 576 x 576 projections (a fifth of its weights) are under `SPLIT_WEIGHTS`.
+pub const SPLIT_ROW_WEIGHTS: usize = 1 << 17;
+
 /// Layers with this many weights or more that read fewer rows than a quarter of their inputs and
 /// half their outputs write `out^T` (`forward_transposed`): SmolLM2's 576 x 576 and 576 x 192
 /// projections reading 64 tokens, a d256 model's shard of a few rows.
@@ -21,7 +26,8 @@ pub const TRANSPOSE_WEIGHTS: usize = 1 << 16;
 pub fn forward<S: Scalar>(out: &mut [S], inp: &[S], w: &[S], b: &[S], n: usize, din: usize, dout: usize) {
     #[cfg(not(target_arch = "wasm32"))]
     if dout >= 64 {
-        let (few, split) = (n > 1 && 2 * n <= din, din * dout >= SPLIT_WEIGHTS);
+        let least = if n == 1 { SPLIT_ROW_WEIGHTS } else { SPLIT_WEIGHTS };
+        let (few, split) = (n > 1 && 2 * n <= din, din * dout >= least);
         if few && (split || (din * dout >= TRANSPOSE_WEIGHTS && 4 * n <= din && 2 * n <= dout)) {
             return forward_transposed(out, inp, w, b, n, din, dout);
         }
@@ -171,15 +177,14 @@ mod tests {
     #[test]
     fn a_split_layer_gives_the_whole_products_bits() {
         // Over the split's size, at one row (a token written) and at more rows than half the
-        // inputs (the usual product, cut in two halves).
-        let (din, dout) = (1024, 1040);
-        assert!(din * dout >= SPLIT_WEIGHTS);
-        for n in [1, 515] {
+        // inputs (the usual product, cut in two halves); one row of a layer split for a row alone.
+        assert!(1024 * 1040 >= SPLIT_WEIGHTS && (SPLIT_ROW_WEIGHTS..SPLIT_WEIGHTS).contains(&(576 * 576)));
+        for (n, din, dout) in [(1, 1024, 1040), (515, 1024, 1040), (1, 576, 576)] {
             let (x, w, b) = layer(n, din, dout);
             let (mut split, mut whole) = (vec![0.0; n * dout], vec![0.0; n * dout]);
             forward(&mut split, &x, &w, &b, n, din, dout);
             forward_whole(&mut whole, &x, &w, &b, n, din, dout);
-            assert!(split.iter().zip(&whole).all(|(a, b)| a.to_bits() == b.to_bits()), "n = {n}");
+            assert!(split.iter().zip(&whole).all(|(a, b)| a.to_bits() == b.to_bits()), "({n}, {din}, {dout})");
         }
     }
 
@@ -187,7 +192,8 @@ mod tests {
     fn every_route_is_the_product_with_its_bias() {
         // One row; few rows in a small layer (the usual product), in a middle one and in a split
         // one (out^T, its last block of fewer than 16 rows); many rows.
-        let shapes = [(1, 96, 40), (19, 96, 40), (37, 300, 256), (37, 1024, 1040), (3, 8, 5), (515, 1024, 1040)];
+        let shapes =
+            [(1, 96, 40), (19, 96, 40), (37, 300, 256), (37, 1024, 1040), (3, 8, 5), (515, 1024, 1040), (1, 576, 576)];
         for (n, din, dout) in shapes {
             let (x, w, b) = layer(n, din, dout);
             let mut out = vec![f32::NAN; n * dout];

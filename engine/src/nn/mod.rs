@@ -4,6 +4,7 @@
 
 pub mod activation;
 pub mod attention;
+pub mod bf16;
 pub mod embedding;
 pub mod exp;
 pub mod layer_norm;

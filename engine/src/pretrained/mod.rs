@@ -79,7 +79,13 @@ impl Pretrained {
             false => None,
         };
         let (layout, params) = family.weights(&cfg, converted.as_deref().unwrap_or(files.weights))?;
-        Ok(Pretrained { name: name.to_string(), family, model: Model::from_parts(cfg, layout, params)?, tokenizer })
+        #[cfg_attr(target_arch = "wasm32", allow(unused_mut))]
+        let mut model = Model::from_parts(cfg, layout, params)?;
+        // Natively a BF16 model writes from its weights' upper halves; a tab keeps one copy only
+        // (its memory is the limit there).
+        #[cfg(not(target_arch = "wasm32"))]
+        model.keep_bf16();
+        Ok(Pretrained { name: name.to_string(), family, model, tokenizer })
     }
 
     /// Refuses writing that would run past the model's context: like `transformers`, the lab does

@@ -106,12 +106,13 @@ def weights(family, seed=2026):
     return w
 
 
-def stored(family, w):
-    """The weights as the file stores them: F16 (GPT-NeoX), BF16 (Qwen2) or F32 (Llama), and what
-    the reference computes with: the stored values, widened."""
+def stored(family, w, bf16=False):
+    """The weights as the file stores them: F16 (GPT-NeoX), BF16 (Qwen2, or any with `bf16`, as the
+    hub's SmolLM2 and TinyLlama are) or F32 (Llama), and what the reference computes with: the
+    stored values, widened."""
     if family == "gpt_neox":
         return {k: a.astype(np.float16) for k, a in w.items()}
-    if family == "qwen2":
+    if family == "qwen2" or bf16:
         # bfloat16: the top 16 bits of the float32, rounded to nearest even.
         out = {}
         for k, a in w.items():
@@ -311,11 +312,12 @@ def main():
     ap.add_argument("--reference", help="comma-separated token ids")
     ap.add_argument("--size", choices=["tiny"] + sorted(SIZES), default="tiny")
     ap.add_argument("--seed", type=int, default=2026, help="the weights' seed (another checkpoint)")
+    ap.add_argument("--bf16", action="store_true", help="every tensor in BF16 (as the hub's SmolLM2 stores them)")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     cfg = CONFIGS[args.family]
     cfg.update(SIZES.get(args.size, {}))
-    w = stored(args.family, weights(args.family, args.seed))
+    w = stored(args.family, weights(args.family, args.seed), args.bf16)
     with open(os.path.join(args.out, "config.json"), "w") as f:
         json.dump(cfg, f, indent=2)
     with open(os.path.join(args.out, "tokenizer.json"), "w", encoding="utf-8") as f:

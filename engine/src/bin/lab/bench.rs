@@ -281,9 +281,8 @@ pub fn model(as_json: bool, iters: usize, path: &std::path::Path, backend: Backe
     let start = Instant::now();
     let written = sample::generate(&m.model, &m.tokenizer, &spec)?;
     let per_s = written[0].tokens.len() as f64 / start.elapsed().as_secs_f64();
-    // Each token written reads every weight once (a grouped-query model's repeated key and value
-    // rows once per group: less): the bytes per second the writing reaches.
-    let weight_bytes = 4 * m.model.params.len();
+    // Each token written reads every weight once: the bytes per second the writing reaches.
+    let weight_bytes = m.model.written_token_bytes();
     rows.push(json!({"what": "greedy writing after 64 tokens", "tokens_per_s": per_s,
         "gb_per_s": per_s * weight_bytes as f64 / 1e9}));
     let params = m.model.params.len();
