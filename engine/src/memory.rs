@@ -191,9 +191,10 @@ pub fn check_open(m: &ModelConfig, file_bytes: u64, budget: u64) -> Result<u64> 
     Ok(total)
 }
 
-/// Refuses to read `t` positions when the weights and the pass's cache are over `budget`.
-pub fn check_read(m: &ModelConfig, t: usize, budget: u64) -> Result<u64> {
-    let (weights, pass) = (weight_bytes(m)?, read_bytes(m, t)?);
+/// Refuses to read `t` positions when the weights (and `copies`, the bytes the model keeps beside
+/// them: `Model::bf16_bytes`) and the pass's cache are over `budget`.
+pub fn check_read(m: &ModelConfig, copies: u64, t: usize, budget: u64) -> Result<u64> {
+    let (weights, pass) = (sum(&[weight_bytes(m)?, copies])?, read_bytes(m, t)?);
     let total = sum(&[weights, pass])?;
     if total > budget {
         return Err(Error::Config(format!(
@@ -341,8 +342,11 @@ mod tests {
         }
         let gpt2 = ModelConfig { arch: crate::config::Arch::gpt2(), ..m.clone() };
         assert_eq!(weight_bytes(&gpt2).unwrap(), 4 * crate::model::params::Layout::new(&gpt2).total as u64);
-        let err = check_read(&m, 9, 1000).unwrap_err().to_string();
+        let err = check_read(&m, 0, 9, 1000).unwrap_err().to_string();
         assert!(err.contains("reading 9 tokens needs about") && err.contains("1000 B"), "{err}");
+        // The copies a model keeps count with its weights.
+        let fits = check_read(&m, 0, 9, 1 << 30).unwrap();
+        assert_eq!(check_read(&m, 1000, 9, 1 << 30).unwrap(), fits + 1000);
         assert!(check_open(&m, 1 << 20, 1 << 20).unwrap_err().to_string().contains("and the file 1.0 MiB"));
     }
 

@@ -132,7 +132,7 @@ pub struct Read {
 /// pass over them needs: what a forward pass on any backend reads.
 pub fn tokens_within(p: &Pretrained, text: &str, budget: u64) -> Result<Vec<u32>> {
     let ids = tokens(p, text)?;
-    memory::check_read(&p.model.cfg, ids.len(), budget)?;
+    memory::check_read(&p.model.cfg, p.model.bf16_bytes(), ids.len(), budget)?;
     Ok(ids)
 }
 
@@ -150,7 +150,7 @@ pub fn tokens(p: &Pretrained, text: &str) -> Result<Vec<u32>> {
 /// The forward pass over `text` on the CPU, within `budget`.
 pub fn read(p: &Pretrained, text: &str, budget: u64) -> Result<Read> {
     let ids = tokens(p, text)?;
-    memory::check_read(&p.model.cfg, ids.len(), budget)?;
+    memory::check_read(&p.model.cfg, p.model.bf16_bytes(), ids.len(), budget)?;
     let cache = p.model.read(&ids)?;
     let logits = p.model.logits(&cache);
     Ok(Read { ids, cache, logits, on: "CPU".into() })

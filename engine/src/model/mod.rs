@@ -329,7 +329,12 @@ impl Model<f32> {
     /// The bytes of weights a written token reads: four a weight, two where its bfloat16 copy is
     /// read instead (a grouped-query model's repeated key and value rows once per group: less).
     pub fn written_token_bytes(&self) -> usize {
-        4 * self.params.len() - 2 * self.bf16_rows.iter().flatten().map(Vec::len).sum::<usize>()
+        4 * self.params.len() - self.bf16_bytes() as usize
+    }
+
+    /// The bytes of the bfloat16 copies `keep_bf16` kept.
+    pub fn bf16_bytes(&self) -> u64 {
+        2 * self.bf16_rows.iter().flatten().map(Vec::len).sum::<usize>() as u64
     }
 }
 

@@ -79,13 +79,7 @@ impl Pretrained {
             false => None,
         };
         let (layout, params) = family.weights(&cfg, converted.as_deref().unwrap_or(files.weights))?;
-        #[cfg_attr(target_arch = "wasm32", allow(unused_mut))]
-        let mut model = Model::from_parts(cfg, layout, params)?;
-        // Natively a BF16 model writes from its weights' upper halves; a tab keeps one copy only
-        // (its memory is the limit there).
-        #[cfg(not(target_arch = "wasm32"))]
-        model.keep_bf16();
-        Ok(Pretrained { name: name.to_string(), family, model, tokenizer })
+        Ok(Pretrained { name: name.to_string(), family, model: Model::from_parts(cfg, layout, params)?, tokenizer })
     }
 
     /// Refuses writing that would run past the model's context: like `transformers`, the lab does
@@ -160,11 +154,17 @@ impl Pretrained {
                 TokenizerFiles::VocabMerges { vocab: a, merges: b }
             }
         });
-        Self::from_files(
+        let mut opened = Self::from_files(
             &path.display().to_string(),
             ModelFiles { config: &config, weights: &weights, tokenizer },
             budget,
-        )
+        )?;
+        // A BF16 model writes from its weights' upper halves (`Model::keep_bf16`), copied once the
+        // file is let go: the copy, two bytes of each weight the file holds in two, fits where the
+        // file was (`check` counted it). A tab keeps one copy only: its memory is the limit there.
+        drop(weights);
+        opened.model.keep_bf16();
+        Ok(opened)
     }
 
     /// The files `open` reads for the model at `path` (that a dump must never overwrite).
