@@ -90,7 +90,9 @@ fn each_family_reads_as_its_independent_forward() {
                 );
             }
         }
-        // Writing through the key/value cache, greedy: the same tokens as the full pass's argmax.
+        // Writing through the key/value cache, greedy, opened from the files (BF16 copies where the
+        // family's file is BF16): it writes every token asked. That the cached pass gives the full
+        // pass's logits is `tests/writing.rs`'s.
         let (ok, out, err) =
             lab(&["sample", "--model", d, "--prompt", "the", "--tokens", "12", "--temperature", "0", "--json"]);
         assert!(ok, "{family}: {err}");
