@@ -3,7 +3,7 @@
 //! (SmolLM2, Qwen2, TinyLlama) holds nothing its f32 weights do not have in their upper halves,
 //! and reading those halves alone halves the bytes with the very same values. Only weights whose
 //! lower halves are all zero are kept this way ([`exact`]), so the products are of the same
-//! numbers as the f32 path's, summed in another order (`reduce`'s lanes).
+//! numbers as the f32 path's, summed in a fixed order of their own (`dot`).
 
 use multiversion::multiversion;
 
