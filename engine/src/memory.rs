@@ -227,35 +227,24 @@ pub fn estimate(cfg: &TrainConfig, probe_bytes: u64) -> Result<Estimate> {
     Ok(Estimate { params, optimizer, activations, rollback, probe: probe_bytes, working, total })
 }
 
-/// What a whole page run sustains on the browser's CPU, per step: matrix products at
-/// [`BROWSER_RUN_GFLOPS`] plus [`BROWSER_STEP_OVERHEAD_S`], and [`BROWSER_START_S`] once (the data,
-/// the first save, the summary). The engine alone does 19-21 GFLOP/s (`spherewalk.bench`); a run
-/// also evaluates, records probe frames, fits the panels and shares the two cores with the page's
-/// drawing. Fitted to four runs "as fast as possible" in headless Chromium on this project's 2-core
-/// machine, two of each (d32 L2 T32 B8 400 steps 3.5-4.9 s, d64 200 steps 4.6-6.3 s, d64 T64 B16 100
-/// steps 6.1-8.5 s, d128 L4 T64 60 steps 15.5-18.5 s; the model says 4.2, 5.1, 8.4 and 16.1 s).
-pub const BROWSER_RUN_GFLOPS: f64 = 11.0;
-pub const BROWSER_STEP_OVERHEAD_S: f64 = 0.0025;
-pub const BROWSER_START_S: f64 = 1.5;
-
-/// Seconds a step of `cfg` takes in a page run on the browser's CPU.
-pub fn browser_step_seconds(cfg: &TrainConfig) -> f64 {
-    BROWSER_STEP_OVERHEAD_S + step_flops(cfg) / (BROWSER_RUN_GFLOPS * 1e9)
-}
-
-/// Seconds a page run of `cfg` takes "as fast as possible" on the browser's CPU.
-pub fn browser_run_seconds(cfg: &TrainConfig) -> f64 {
-    BROWSER_START_S + cfg.steps as f64 * browser_step_seconds(cfg)
-}
-
 /// Floating-point operations of one training step (forward, and backward at twice the forward),
 /// counting the matrix products, which dominate: per token and layer 2(4C² + 2CF) for the linear
 /// layers and 4TC for the full T x T attention products, and 2CV for the head.
 pub fn step_flops(cfg: &TrainConfig) -> f64 {
-    let m = &cfg.model;
-    let (c, f, t, v, l) = (m.d_model as f64, m.d_ff as f64, m.context as f64, m.vocab.max(1) as f64, m.layers as f64);
-    let per_token = l * (8.0 * c * c + 4.0 * c * f + 4.0 * t * c) + 2.0 * c * v;
-    3.0 * per_token * cfg.batch as f64 * t
+    let t = cfg.model.context;
+    3.0 * (trunk_flops(&cfg.model, t) + head_flops(&cfg.model)) * (cfg.batch * t) as f64
+}
+
+/// Matrix-product FLOPs of one token through the blocks, attending to `seen` positions: 2(4C² + 2CF)
+/// for the linear layers and 4 seen C for attention's two products, per layer.
+pub fn trunk_flops(m: &ModelConfig, seen: usize) -> f64 {
+    let (c, f, l) = (m.d_model as f64, m.d_ff as f64, m.layers as f64);
+    l * (8.0 * c * c + 4.0 * c * f + 4.0 * seen as f64 * c)
+}
+
+/// Matrix-product FLOPs of one token's logits: 2CV.
+pub fn head_flops(m: &ModelConfig) -> f64 {
+    2.0 * (m.d_model * m.vocab.max(1)) as f64
 }
 
 /// Bytes as people read them.

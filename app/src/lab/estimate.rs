@@ -1,6 +1,9 @@
 //! The line beside the pace control: how long the run will take at its pace (with its slow start)
-//! or on the browser's CPU, and a warning when the size is slow in a browser.
+//! or on the browser's CPU (`engine::session::duration`: its steps, validation, probe frames and
+//! writing), and a warning when the size is slow in a browser.
 
+use engine::session::duration::Work;
+use engine::session::Experiment;
 use leptos::prelude::*;
 
 use crate::lab::Lab;
@@ -10,12 +13,15 @@ pub fn estimate(lab: Lab) -> String {
     let s = lab.settings.get();
     let steps = s.steps;
     let eval = (steps / 20).max(1);
-    let config = s.to_config().ok().map(|mut c| {
+    // The run's whole schedule: validation, probe frames and a sample at every evaluation.
+    let work = s.to_config().ok().map(|mut c| {
         c.model.vocab = c.model.vocab.max(64);
-        c
+        let mut exp = Experiment::new(c);
+        exp.writing = lab.writing.schedule(exp.train.eval_every);
+        Work::of(&exp)
     });
-    let per_step_s = config.as_ref().map(engine::memory::browser_step_seconds);
-    let run_s = config.as_ref().map(engine::memory::browser_run_seconds);
+    let per_step_s = work.as_ref().map(Work::page_step_seconds);
+    let run_s = work.as_ref().map(Work::page_seconds);
     let machine_rate = per_step_s.map(|t| 1.0 / t.max(1e-6));
     let time = |secs: f64| {
         if secs < 90.0 {

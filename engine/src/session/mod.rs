@@ -13,6 +13,7 @@
 //! The session is async because the GPU is; natively `gpu::block_on` drives it.
 
 pub mod bench;
+pub mod duration;
 pub mod experiment;
 pub mod measures;
 pub mod overfitting;
