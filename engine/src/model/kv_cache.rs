@@ -127,17 +127,9 @@ impl<S: Scalar> Model<S> {
             norm(&mut kv.ln, &mut kv.u, &mut kv.rstd, &kv.x, ids.ln1_w, ids.ln1_b);
             self.row(&mut kv.q, &kv.ln, ids.q_w, ids.q_b, hs, 1);
             let row = pos * c..seen * c;
-            let (k, v, ln, g) = (&mut kv.k[i][row.clone()], &mut kv.v[i][row.clone()], &kv.ln, self.kv_group);
-            let mut key = || self.row(k, ln, ids.k_w, ids.k_b, hs, g);
-            let mut value = || self.row(v, ln, ids.v_w, ids.v_b, hs, g);
-            // Grouped keys and values are a group-th of a projection each, one head at a time:
-            // too few weights to split, so natively the two run at once instead.
-            if g > 1 {
-                super::both(key, value);
-            } else {
-                key();
-                value();
-            }
+            let g = self.kv_group;
+            self.row(&mut kv.k[i][row.clone()], &kv.ln, ids.k_w, ids.k_b, hs, g);
+            self.row(&mut kv.v[i][row.clone()], &kv.ln, ids.v_w, ids.v_b, hs, g);
             if let Positions::Rotary { dims, base } = arch.positions {
                 rotary::forward(&mut kv.q, 1, pos, nh, hs, dims, base);
                 rotary::forward(&mut kv.k[i][row], 1, pos, nh, hs, dims, base);

@@ -87,17 +87,6 @@ fn on_pool<R: Send>(f: impl FnOnce() -> R + Send) -> R {
     f()
 }
 
-/// Runs `a` and `b`, natively at once.
-fn both(a: impl FnOnce() + Send, b: impl FnOnce() + Send) {
-    #[cfg(not(target_arch = "wasm32"))]
-    rayon::join(a, b);
-    #[cfg(target_arch = "wasm32")]
-    {
-        a();
-        b();
-    }
-}
-
 /// Mutable views of two tensors stored back to back (a weight and its bias, wte and wpe).
 pub(crate) fn pair_mut<'a, S>(
     layout: &Layout,
