@@ -19,7 +19,8 @@
 //!   needs, refused before allocation when over the budget.
 //! - `session`: an experiment (the whole run as JSON) trained with probes on a step schedule, CPU/GPU
 //!   choice and failover, non-finite pause-and-keep, the panels and the summary: what the page's
-//!   worker, `lab train` and `window.spherewalk` all drive.
+//!   worker, `lab train` and `window.spherewalk` all drive; `session::duration`: how long its whole
+//!   schedule takes in a page, said before it starts.
 //! - `gpu` (feature `gpu`): the same step in WGSL kernels through wgpu, checked against the CPU;
 //!   its forward pass (`gpu::forward`) also reads a text for a loaded model (`gpu::reader`).
 //! - `sample`: what the model writes: temperature, top-k and top-p from a seeded stream, through
