@@ -16,15 +16,15 @@ use super::Experiment;
 // the saves, the page's drawing) lands mostly on the forward passes' rate, which is one worker's.
 
 /// A training step's matrix products, per second.
-pub const TRAIN_GFLOPS: f64 = 50.0;
+const TRAIN_GFLOPS: f64 = 50.0;
 /// Forward passes over whole rows (validation, probe frames and their panels, a window written at
 /// once), per second.
-pub const READ_GFLOPS: f64 = 20.0;
+const READ_GFLOPS: f64 = 20.0;
 /// A one-token pass reads every weight once, so it goes at the memory's pace.
-pub const ROW_GB_PER_S: f64 = 9.0;
+const ROW_GB_PER_S: f64 = 9.0;
 /// Each step's fixed cost (its messages, the loss curve) and the start (the data, the first save).
-pub const STEP_OVERHEAD_S: f64 = 0.001;
-pub const START_S: f64 = 1.3;
+const STEP_OVERHEAD_S: f64 = 0.001;
+const START_S: f64 = 1.3;
 
 /// The prompt the schedule writes from when the experiment names none: the start of a validation
 /// line of at most this many tokens (`Session::new`).
@@ -50,6 +50,7 @@ impl Work {
         let count = |due: &dyn Fn(usize) -> bool| (0..=steps).filter(|&s| due(s)).count() as f64;
         let every = t.eval_every;
         let evaluations = count(&|s| s == 0 || s == steps || (every > 0 && s.is_multiple_of(every)));
+        // Frames at the probe's first interval: a history that fills up records fewer (an upper bound).
         let frames = count(&|s| s.is_multiple_of(exp.probe.config(steps, m).every));
         let writings = count(&|s| exp.writing.due(s, steps));
         // A forward pass over `n` tokens with every row's logits, and a window's (the head on its
