@@ -156,7 +156,7 @@ pub fn weight_bytes(m: &ModelConfig) -> Result<u64> {
 
 /// Bytes one forward pass over `t` positions keeps when a text is read (`Model::read`): per block
 /// 9 (T, C) rows, 2 rstd, fc before and after the activation (and a gated MLP's gate) and the attention matrices; the
-/// residual stream, the final LayerNorm, the token ids, and the probabilities and logits (T, V).
+/// residual stream, the final LayerNorm, the token ids, and the logits (T, V).
 pub fn read_bytes(m: &ModelConfig, t: usize) -> Result<u64> {
     let (v, c, f, l, nh, t) =
         (m.vocab as u64, m.d_model as u64, m.d_ff as u64, m.layers as u64, m.heads as u64, t as u64);
@@ -164,7 +164,7 @@ pub fn read_bytes(m: &ModelConfig, t: usize) -> Result<u64> {
     let per_block = sum(&[mul(&[9, t, c])?, mul(&[2, t])?, mul(&[mlp, t, f])?, mul(&[nh, t, t])?])?;
     // BERT's head transform: its linear's output, its norm's centred rows and output, and 1/std.
     let transform = if m.arch.head_transform { sum(&[mul(&[3, t, c])?, t])? } else { 0 };
-    let floats = sum(&[mul(&[l, per_block])?, mul(&[l + 3, t, c])?, mul(&[3, t])?, mul(&[2, t, v])?, transform])?;
+    let floats = sum(&[mul(&[l, per_block])?, mul(&[l + 3, t, c])?, mul(&[3, t])?, mul(&[t, v])?, transform])?;
     mul(&[4, floats])
 }
 

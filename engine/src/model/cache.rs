@@ -47,7 +47,7 @@ pub struct Cache<S> {
     pub lnf_u: Vec<S>,
     pub lnf_rstd: Vec<S>,
     pub lnf_out: Vec<S>,
-    /// (N, V) probabilities after the forward pass.
+    /// (N, V) probabilities after the forward pass that scores a loss; empty in a read's cache.
     pub probs: Vec<S>,
     pub loss: S,
     pub count: usize,
@@ -80,15 +80,20 @@ pub struct Grads<S> {
 impl<S: Scalar> Cache<S> {
     /// For B rows of the full context (training, evaluation, probes).
     pub fn new(cfg: &ModelConfig, b: usize) -> Self {
-        Cache::window(cfg, b, cfg.context)
+        let mut cache = Cache::window(cfg, b, cfg.context);
+        cache.probs = zeros(b * cfg.context * cfg.vocab);
+        cache
     }
 
-    /// For B rows of `t` positions (at most the context): a text read once needs no padding, and
-    /// a long context (GPT-2's 1024) is not paid for a short text.
+    /// For B rows of `t` positions (at most the context) read without a loss: a text read once
+    /// needs no padding, and a long context (GPT-2's 1024) is not paid for a short text. Without
+    /// the probabilities (N, V), which a read never computes: `Model::logits` takes the head.
     pub fn window(cfg: &ModelConfig, b: usize, t: usize) -> Self {
-        let (c, f, v, nh) = (cfg.d_model, cfg.d_ff, cfg.vocab, cfg.heads);
+        let (c, f, nh) = (cfg.d_model, cfg.d_ff, cfg.heads);
         let n = b * t;
-        let block = BlockCache {
+        // Each buffer its own zeroed allocation, not a clone of one: a clone copies its zeros
+        // through every page of a few hundred MB (SmolLM2 reading 256 tokens: 350 MB).
+        let block = || BlockCache {
             ln1_u: zeros(n * c),
             ln1_rstd: zeros(n),
             ln1_out: zeros(n * c),
@@ -110,12 +115,12 @@ impl<S: Scalar> Cache<S> {
             t,
             tokens: vec![0; n],
             targets: vec![0; n],
-            resid: vec![zeros(n * c); cfg.layers + 1],
-            blocks: vec![block; cfg.layers],
+            resid: (0..=cfg.layers).map(|_| zeros(n * c)).collect(),
+            blocks: (0..cfg.layers).map(|_| block()).collect(),
             lnf_u: zeros(n * c),
             lnf_rstd: zeros(n),
             lnf_out: zeros(n * c),
-            probs: zeros(n * v),
+            probs: Vec::new(),
             loss: S::zero(),
             count: 0,
         }

@@ -5,9 +5,9 @@ use crate::nn::matmul::{gemm, MatMut, MatRef};
 use crate::nn::reduce;
 use crate::scalar::Scalar;
 
-/// Layers with this many weights or more are split by output columns into two halves run at once
-/// (natively): a text read by GPT-2 is one row of T tokens, and one token written is one row, with
-/// no batch for the shards to share out. The split depends on the shape alone, so the bits never
+/// Layers with this many weights or more are split into two halves run at once (natively; by output
+/// columns unless they read many rows): a text read by GPT-2 is one row of T tokens, and one token
+/// written is one row, with no batch for the shards to share out. The split depends on the shape alone, so the bits never
 /// depend on the thread count. GPT-2 small's smallest layers (Q, K, V and the attention's output,
 /// 768 x 768) are over it; the lab's own models (d_model up to 256 or so) never split.
 pub const SPLIT_WEIGHTS: usize = 1 << 19;
@@ -22,13 +22,25 @@ pub const SPLIT_ROW_WEIGHTS: usize = 1 << 17;
 /// projections reading 64 tokens, a d256 model's shard of a few rows.
 pub const TRANSPOSE_WEIGHTS: usize = 1 << 16;
 
+/// Layers reading this many rows or more, for products of `SPLIT_ROWS_PRODUCT` multiply-adds or
+/// more, are split by rows (`forward_rows`) unless they write `out^T` (`forward_transposed`) and
+/// their output is under `WIDE_OUTPUT` values.
+pub const SPLIT_ROWS: usize = 128;
+pub const SPLIT_ROWS_PRODUCT: usize = 1 << 23;
+pub const WIDE_OUTPUT: usize = 1 << 22;
+
 /// inp (N, in) -> out (N, out).
 pub fn forward<S: Scalar>(out: &mut [S], inp: &[S], w: &[S], b: &[S], n: usize, din: usize, dout: usize) {
     #[cfg(not(target_arch = "wasm32"))]
     if dout >= 64 {
         let least = if n == 1 { SPLIT_ROW_WEIGHTS } else { SPLIT_WEIGHTS };
         let (few, split) = (n > 1 && 2 * n <= din, din * dout >= least);
-        if few && (split || (din * dout >= TRANSPOSE_WEIGHTS && 4 * n <= din && 2 * n <= dout)) {
+        let transpose = few && (split || (din * dout >= TRANSPOSE_WEIGHTS && 4 * n <= din && 2 * n <= dout));
+        let rows = n >= SPLIT_ROWS && n * din * dout >= SPLIT_ROWS_PRODUCT;
+        if rows && (!transpose || n * dout >= WIDE_OUTPUT) {
+            return forward_rows(out, inp, w, b, n, din, dout);
+        }
+        if transpose {
             return forward_transposed(out, inp, w, b, n, din, dout);
         }
         if split {
@@ -36,6 +48,21 @@ pub fn forward<S: Scalar>(out: &mut [S], inp: &[S], w: &[S], b: &[S], n: usize, 
         }
     }
     forward_whole(out, inp, w, b, n, din, dout)
+}
+
+/// `forward` over two cores: the rows in two halves, each reading the whole of W and writing its
+/// own rows of `out` (nothing to allocate or copy back). For many rows, where a layer that is not
+/// transposed ran on one core: SmolLM2's 576 x 576 projections and grouped keys and values reading
+/// 256 tokens (a fifth of its products). Also for a wide output (a head over the vocabulary), whose
+/// `out^T` and its transposition cost more than packing W twice. Each row's products are the whole
+/// product's, to the bit (tested). `lab bench --model` of SmolLM2, 256 tokens, each way three times
+/// in one run: 294-414 ms before, 263-278 after; GPT-2's unchanged (226 and 226, 221 and 226).
+#[cfg(not(target_arch = "wasm32"))]
+fn forward_rows<S: Scalar>(out: &mut [S], inp: &[S], w: &[S], b: &[S], n: usize, din: usize, dout: usize) {
+    let cut = (n / 2).next_multiple_of(16);
+    let (o1, o2) = out.split_at_mut(cut * dout);
+    let (x1, x2) = inp.split_at(cut * din);
+    rayon::join(|| forward_whole(o1, x1, w, b, cut, din, dout), || forward_whole(o2, x2, w, b, n - cut, din, dout));
 }
 
 /// `forward` over two cores: the output columns in two halves.
@@ -177,9 +204,12 @@ mod tests {
     #[test]
     fn a_split_layer_gives_the_whole_products_bits() {
         // Over the split's size, at one row (a token written) and at more rows than half the
-        // inputs (the usual product, cut in two halves); one row of a layer split for a row alone.
+        // inputs (the product cut in two halves); one row of a layer split for a row alone.
         assert!(1024 * 1040 >= SPLIT_WEIGHTS && (SPLIT_ROW_WEIGHTS..SPLIT_WEIGHTS).contains(&(576 * 576)));
-        for (n, din, dout) in [(1, 1024, 1040), (515, 1024, 1040), (1, 576, 576)] {
+        // Split by rows: many rows of a middle layer, of a grouped key head, and of a wide output.
+        const { assert!(256 * 576 * 64 >= SPLIT_ROWS_PRODUCT && 130 * 32768 >= WIDE_OUTPUT) };
+        let rows = [(256, 576, 576), (256, 576, 64), (130, 64, 32768)];
+        for (n, din, dout) in [(1, 1024, 1040), (515, 1024, 1040), (1, 576, 576)].into_iter().chain(rows) {
             let (x, w, b) = layer(n, din, dout);
             let (mut split, mut whole) = (vec![0.0; n * dout], vec![0.0; n * dout]);
             forward(&mut split, &x, &w, &b, n, din, dout);
@@ -192,8 +222,16 @@ mod tests {
     fn every_route_is_the_product_with_its_bias() {
         // One row; few rows in a small layer (the usual product), in a middle one and in a split
         // one (out^T, its last block of fewer than 16 rows); many rows.
-        let shapes =
-            [(1, 96, 40), (19, 96, 40), (37, 300, 256), (37, 1024, 1040), (3, 8, 5), (515, 1024, 1040), (1, 576, 576)];
+        let shapes = [
+            (1, 96, 40),
+            (19, 96, 40),
+            (37, 300, 256),
+            (37, 1024, 1040),
+            (3, 8, 5),
+            (515, 1024, 1040),
+            (1, 576, 576),
+            (133, 576, 120),
+        ];
         for (n, din, dout) in shapes {
             let (x, w, b) = layer(n, din, dout);
             let mut out = vec![f32::NAN; n * dout];
