@@ -8,7 +8,8 @@ hidden state, every attention and the logits, and greedy writing of 32 tokens af
 key/value cache. Then `lab bench --model DIR --json` runs, and the two alternate for --rounds
 rounds. It prints the medians, their ratio (lab over PyTorch: under 1 means the lab is faster for
 times; over 1 means it writes faster), and the memory bandwidth a copy loop reaches in the same
-run, beside the bytes of weights per second the writing reads (each token reads every weight once).
+run, beside the bytes of weights per second the writing reads (each token reads every weight
+once, of the embeddings one row).
 
 Usage: python3 bench/model_reference.py [--models gpt2,pythia-160m,smollm2-135m] [--rounds 3]
        [--threads 2] [--lab target/release/lab] [--dir target/bench-models]
@@ -84,9 +85,11 @@ def lab_round(lab, folder, iters, threads):
                          cwd=ROOT, check=True, capture_output=True, text=True)
     got = json.loads(run.stdout.strip().splitlines()[-1])
     rows = {r["what"]: r.get("ms", r.get("tokens_per_s")) for r in got["rows"]}
-    # The bytes a written token reads (two a weight where the lab reads BF16 weights' upper halves).
-    bytes_per_token = next(r["gb_per_s"] / r["tokens_per_s"] * 1e9 for r in got["rows"] if "gb_per_s" in r)
-    return got["params"], bytes_per_token, rows
+    # The weights a written token reads (of the embeddings a row), and their bytes (two a weight
+    # where the lab reads BF16 weights' upper halves); PyTorch reads the same ones as float32.
+    writing = next(r for r in got["rows"] if "gb_per_s" in r)
+    bytes_per_token = writing["gb_per_s"] / writing["tokens_per_s"] * 1e9
+    return got["params"], writing["weights_per_token"], bytes_per_token, rows
 
 
 def copy_gb_per_s():
@@ -130,7 +133,7 @@ def main():
         for _ in range(args.rounds):
             for what, v in torch_round(model, args.iters).items():
                 theirs.setdefault(what, []).append(v)
-            params, bytes_per_token, rows = lab_round(args.lab, folder, args.iters, args.threads)
+            params, weights, bytes_per_token, rows = lab_round(args.lab, folder, args.iters, args.threads)
             for what, v in rows.items():
                 ours.setdefault(what, []).append(v)
         del model
@@ -146,7 +149,7 @@ def main():
             if what.startswith("greedy"):
                 print(f"  {what:<34} {lab:>6.1f} tok/s {torch_v:>6.1f} tok/s {lab / torch_v:>11.2f}x")
                 print(f"  {'  weights read per second':<34} {lab * bytes_per_token / 1e9:>7.1f} GB/s "
-                      f"{torch_v * 4 * params / 1e9:>7.1f} GB/s   (copy loop: {bandwidth:.1f} GB/s)")
+                      f"{torch_v * 4 * weights / 1e9:>7.1f} GB/s   (copy loop: {bandwidth:.1f} GB/s)")
             else:
                 print(f"  {what:<34} {lab:>9.0f} ms {torch_v:>9.0f} ms {lab / torch_v:>11.2f}x")
         print()

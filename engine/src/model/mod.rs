@@ -152,6 +152,26 @@ impl<S: Scalar> Model<S> {
         self.layout.total
     }
 
+    /// The weights a written token reads (`next_row`), as (f32, bfloat16) counts: bfloat16 where
+    /// a copy is kept (`keep_bf16`); of the embeddings one row each (the token's and its
+    /// position's; a head tied to the token embedding reads all of it), and of a grouped-query
+    /// model's repeated key and value rows one head per group.
+    pub fn written_token_weights(&self) -> (usize, usize) {
+        let (l, c) = (&self.layout, self.cfg.d_model);
+        let grouped: Vec<usize> = l.blocks.iter().flat_map(|b| [b.k_w, b.k_b, b.v_w, b.v_b]).collect();
+        let read = |id: usize| {
+            let len = l.tensors[id].len;
+            match id {
+                _ if id == l.wpe || (id == l.wte && !l.is_tied()) => len.min(c),
+                _ if grouped.contains(&id) => len / self.kv_group,
+                _ => len,
+            }
+        };
+        let kept = |id: usize| self.bf16_rows.get(id).is_some_and(Option::is_some);
+        let (bf16, f32): (Vec<usize>, Vec<usize>) = (0..l.tensors.len()).partition(|&id| kept(id));
+        (f32.into_iter().map(read).sum(), bf16.into_iter().map(read).sum())
+    }
+
     fn p(&self, id: usize) -> &[S] {
         self.layout.of(&self.params, id)
     }
@@ -326,12 +346,6 @@ impl Model<f32> {
         self.bf16_rows.iter().any(Option::is_some)
     }
 
-    /// The bytes of weights a written token reads: four a weight, two where its bfloat16 copy is
-    /// read instead (a grouped-query model's repeated key and value rows once per group: less).
-    pub fn written_token_bytes(&self) -> usize {
-        4 * self.params.len() - self.bf16_bytes() as usize
-    }
-
     /// The bytes of the bfloat16 copies `keep_bf16` kept.
     pub fn bf16_bytes(&self) -> u64 {
         2 * self.bf16_rows.iter().flatten().map(Vec::len).sum::<usize>() as u64
@@ -342,6 +356,23 @@ impl Model<f32> {
 mod tests {
     use super::*;
     use crate::config::{Activation, Arch, Mlp, NormKind};
+
+    /// A token written reads one row of the token embedding (untied) and of the positions: of the
+    /// 29 x 32 and 16 x 32 tables, 28 and 15 rows fewer than the weights hold.
+    #[test]
+    fn a_written_token_reads_one_row_of_each_embedding() {
+        let cfg = ModelConfig {
+            vocab: 29,
+            d_model: 32,
+            heads: 4,
+            layers: 2,
+            d_ff: 48,
+            context: 16,
+            ..ModelConfig::default()
+        };
+        let m = Model::<f32>::new(cfg).unwrap();
+        assert_eq!(m.written_token_weights(), (m.num_params() - (28 + 15) * 32, 0));
+    }
 
     /// A grouped-query model whose key and value rows repeat per group computes each group's once
     /// and reads, and writes, what computing every head's rows gives.
@@ -382,6 +413,10 @@ mod tests {
         let shared = Model::from_parts(cfg, random.layout.clone(), params).unwrap();
         assert_eq!(shared.kv_group, 2);
         let every = Model { kv_group: 1, ..shared.clone() };
+        // A token written reads half the key and value rows: 2 blocks x 2 tensors x (32 x 32
+        // weights + 32 biases) / 2.
+        let (grouped, all) = (shared.written_token_weights(), every.written_token_weights());
+        assert_eq!((all.0 - grouped.0, grouped.1), (2112, 0));
         let tokens = [3, 1, 4, 1, 5, 9, 2, 6, 5, 3];
         let (a, b) = (shared.logits_full(&tokens).unwrap(), every.logits_full(&tokens).unwrap());
         let (mut ka, mut kb) = (KvCache::new(&shared.cfg, 16), KvCache::new(&every.cfg, 16));

@@ -281,10 +281,11 @@ pub fn model(as_json: bool, iters: usize, path: &std::path::Path, backend: Backe
     let start = Instant::now();
     let written = sample::generate(&m.model, &m.tokenizer, &spec)?;
     let per_s = written[0].tokens.len() as f64 / start.elapsed().as_secs_f64();
-    // Each token written reads every weight once: the bytes per second the writing reaches.
-    let weight_bytes = m.model.written_token_bytes();
+    // Each token written reads every weight once (of the embeddings a row): the bytes per second
+    // the writing reaches, and the weights, for PyTorch's figure (all f32) beside it.
+    let (f32s, bf16s) = m.model.written_token_weights();
     rows.push(json!({"what": "greedy writing after 64 tokens", "tokens_per_s": per_s,
-        "gb_per_s": per_s * weight_bytes as f64 / 1e9}));
+        "gb_per_s": per_s * (4 * f32s + 2 * bf16s) as f64 / 1e9, "weights_per_token": f32s + bf16s}));
     let params = m.model.params.len();
     if as_json {
         let out =
