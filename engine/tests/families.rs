@@ -18,6 +18,22 @@ mod support;
 
 const TEXT: &str = "the heat in the tea and the stars";
 
+/// TEXT's ids from each fixture tokenizer, worked out by hand from its vocabulary and merges.
+/// Byte-level BPE (GPT-NeoX, Qwen2): the ids 0-255 are the bytes, then the merges `Ġ t` (256), `h
+/// e`, `Ġt he`, `i n`, `Ġ a`, `a n`, `e r`, `o n`, `Ġ s` (264), each word (" heat") merged
+/// alone. Metaspace BPE with byte fallback (Llama): `<unk> <s> </s>` 0-2, the bytes `<0x00>`-
+/// `<0xFF>` 3-258, then `▁` 259, e t h a o n i r s, `▁t` 269, `he`, `▁the` 271, `in`, `▁a` 273,
+/// `an`, `er`; the text is one word ("▁the▁heat▁in…"), and "d", not in the vocabulary, falls
+/// back to its byte (0x64: 103).
+fn known_ids(family: &str) -> Vec<u64> {
+    match family {
+        "llama" => vec![
+            271, 259, 270, 263, 261, 259, 272, 271, 269, 260, 263, 273, 265, 103, 271, 259, 268, 261, 263, 267, 268,
+        ],
+        _ => vec![116, 257, 32, 257, 97, 116, 32, 259, 258, 256, 101, 97, 260, 110, 100, 258, 264, 116, 97, 114, 115],
+    }
+}
+
 fn scratch(name: &str) -> PathBuf {
     support::scratch("family", name)
 }
@@ -49,7 +65,9 @@ fn each_family_reads_as_its_independent_forward() {
         assert_eq!(report["norm"], if family == "gpt_neox" { "LayerNorm" } else { "RMSNorm" }, "{family}");
         let pieces: String = report["pieces"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
         assert_eq!(pieces.trim_start(), TEXT, "{family}: the tokenizer's pieces give the text back");
-        let ids: Vec<String> = report["tokens"].as_array().unwrap().iter().map(|v| v.to_string()).collect();
+        let known: Vec<u64> = report["tokens"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect();
+        assert_eq!(known, known_ids(family), "{family}: the ids worked out by hand");
+        let ids: Vec<String> = known.iter().map(u64::to_string).collect();
         fixture(&dir, family, Some(&ids.join(",")));
         let reference = tensors(&dir.join("reference.safetensors"));
         assert_eq!(reference.len(), 2 * layers + 2);
