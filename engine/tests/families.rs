@@ -19,12 +19,12 @@ mod support;
 const TEXT: &str = "the heat in the tea and the stars";
 
 /// TEXT's ids from each fixture tokenizer, worked out by hand from its vocabulary and merges.
-/// Byte-level BPE (GPT-NeoX, Qwen2): the ids 0-255 are the bytes, then the merges `Ġ t` (256), `h
-/// e`, `Ġt he`, `i n`, `Ġ a`, `a n`, `e r`, `o n`, `Ġ s` (264), each word (" heat") merged
-/// alone. Metaspace BPE with byte fallback (Llama): `<unk> <s> </s>` 0-2, the bytes `<0x00>`-
-/// `<0xFF>` 3-258, then `▁` 259, e t h a o n i r s, `▁t` 269, `he`, `▁the` 271, `in`, `▁a` 273,
-/// `an`, `er`; the text is one word ("▁the▁heat▁in…"), and "d", not in the vocabulary, falls
-/// back to its byte (0x64: 103).
+/// Byte-level BPE (GPT-NeoX, Qwen2): the ids 0-255 are the bytes, then the merges
+/// `Ġ t` (256), `h e`, `Ġt he`, `i n`, `Ġ a`, `a n`, `e r`, `o n`, `Ġ s` (264), each word
+/// (" heat") merged alone. Metaspace BPE with byte fallback (Llama): `<unk> <s> </s>` 0-2, the
+/// bytes `<0x00>`-`<0xFF>` 3-258, then `▁` 259, e t h a o n i r s, `▁t` 269, `he`, `▁the` 271,
+/// `in`, `▁a` 273, `an`, `er`; the text is one word ("▁the▁heat▁in…"), and "d", not in the
+/// vocabulary, falls back to its byte (0x64: 103).
 fn known_ids(family: &str) -> Vec<u64> {
     match family {
         "llama" => vec![
