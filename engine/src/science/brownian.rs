@@ -12,6 +12,7 @@ use rand_distr::{Distribution, StandardNormal};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+use crate::nn::reduce::dot;
 use crate::rng::{rng, Rng, Stream};
 use crate::science::stats::Moments;
 
@@ -281,10 +282,6 @@ fn check_size(walkers: usize, dim: usize) -> Result<()> {
              numbers; use fewer walkers or a smaller dimension"
         ))),
     }
-}
-
-pub(crate) fn dot(a: &[f64], b: &[f64]) -> f64 {
-    a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
 
 /// One simulation: the process, the integrator and which steps to record.

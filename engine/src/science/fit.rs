@@ -15,7 +15,8 @@
 use serde::Serialize;
 
 use crate::error::{Error, Result};
-use crate::science::brownian::{dot, Scheme, SphereBm, Walkers};
+use crate::nn::reduce::dot;
+use crate::science::brownian::{Scheme, SphereBm, Walkers};
 use crate::science::stats::{chi_square_quantile, ks_distance, Moments, Z_975};
 
 #[derive(Clone, Debug, Serialize)]

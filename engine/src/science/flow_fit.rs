@@ -14,7 +14,8 @@
 use serde::Serialize;
 
 use crate::error::{Error, Result};
-use crate::science::brownian::{dot, Scheme, SphereBm, Walkers};
+use crate::nn::reduce::dot;
+use crate::science::brownian::{Scheme, SphereBm, Walkers};
 use crate::science::fit::cosines;
 use crate::science::fit::FINE_RATE_DT;
 use crate::science::particles::{rk4_step, Particles};

@@ -9,6 +9,7 @@ use nalgebra::{DMatrix, DVector, Schur};
 use serde::Serialize;
 
 use crate::error::{Error, Result};
+use crate::nn::reduce::dot;
 
 /// Rows of an f32 softmax sum to 1 within ~1e-6; anything beyond this is not a transition matrix.
 pub const ROW_SUM_TOL: f64 = 1e-4;
@@ -223,10 +224,6 @@ fn row_softmax(t: usize, causal: bool, logit: impl Fn(usize, usize) -> f64) -> V
         row.iter_mut().for_each(|x| *x /= sum);
     }
     p
-}
-
-fn dot(a: &[f64], b: &[f64]) -> f64 {
-    a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
 
 /// Total-variation distance between P and the Gaussian kernel from the same q and k, per row.

@@ -16,6 +16,7 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::nn::matmul::{gemm, MatMut, MatRef};
+use crate::nn::reduce::dot;
 use crate::rng::{rng, Stream};
 
 /// Inner product above which a pair counts as clustered.
@@ -45,10 +46,6 @@ pub enum Start {
 fn normalize(v: &mut [f64]) {
     let norm = v.iter().map(|x| x * x).sum::<f64>().sqrt();
     v.iter_mut().for_each(|x| *x /= norm);
-}
-
-fn dot(a: &[f64], b: &[f64]) -> f64 {
-    a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
 
 impl Particles {
