@@ -5,10 +5,10 @@ use crate::nn::matmul::{gemm, MatMut, MatRef};
 use crate::nn::reduce;
 use crate::scalar::Scalar;
 
-/// Layers with this many weights or more are split into two halves run at once (natively; by output
-/// columns unless they read many rows): a text read by GPT-2 is one row of T tokens, and one token
-/// written is one row, with no batch for the shards to share out. The split depends on the shape alone, so the bits never
-/// depend on the thread count. GPT-2 small's smallest layers (Q, K, V and the attention's output,
+/// Layers with this many weights or more are split into two halves run at once (natively; by
+/// output columns unless they read many rows): a text read by GPT-2 is one row of T tokens, and one
+/// token written is one row, with no batch for the shards to share out. The split depends on the
+/// shape alone, so the bits never depend on the thread count. GPT-2 small's smallest layers (Q, K, V and the attention's output,
 /// 768 x 768) are over it; the lab's own models (d_model up to 256 or so) never split.
 pub const SPLIT_WEIGHTS: usize = 1 << 19;
 
@@ -56,7 +56,7 @@ pub fn forward<S: Scalar>(out: &mut [S], inp: &[S], w: &[S], b: &[S], n: usize, 
 /// 256 tokens (a fifth of its products). Also for a wide output (a head over the vocabulary), whose
 /// `out^T` and its transposition cost more than packing W twice. Each row's products are the whole
 /// product's, to the bit (tested). `lab bench --model` of SmolLM2, 256 tokens, each way three times
-/// in one run: 294-414 ms before, 263-278 after; GPT-2's unchanged (226 and 226, 221 and 226).
+/// in one run: 294, 318 and 414 ms before, 263, 264 and 278 after; GPT-2's 226 and 226, 221 and 226.
 #[cfg(not(target_arch = "wasm32"))]
 fn forward_rows<S: Scalar>(out: &mut [S], inp: &[S], w: &[S], b: &[S], n: usize, din: usize, dout: usize) {
     let cut = (n / 2).next_multiple_of(16);
