@@ -321,8 +321,8 @@ pub enum Event {
         id: u64,
         result: Result<Box<Comparison>, String>,
     },
-    /// The shards of a `Command::Shard`, with their scored tokens; each one's gradient and target
-    /// probabilities are bulk arrays 2i and 2i + 1.
+    /// The shards of a `Command::Shard`, with their scored tokens; each one's gradient (but the
+    /// weights'), rows and target probabilities are bulk arrays 3i, 3i + 1 and 3i + 2.
     Shards {
         counts: Vec<usize>,
     },

@@ -78,7 +78,14 @@ pub fn step_time(s: &Size, opt: &OptimizerConfig, iters: usize, threads: usize) 
         let clip = optimizer.take_clip(shards.grads_mut(), clip);
         optimizer.step(
             &mut model,
-            StepInput { grads: shards.grads(), cache: shards.cache(), lr: 1e-3, factor: 1.0, clip },
+            StepInput {
+                grads: shards.grads(),
+                cache: shards.cache(),
+                lr: 1e-3,
+                factor: 1.0,
+                clip,
+                threads: shards.threads(),
+            },
         )?;
         if i >= 2 {
             times.push(start.elapsed().as_secs_f64());
@@ -192,7 +199,10 @@ pub fn probe_overhead(s: &Size, iters: usize) -> Result<ProbeOverhead> {
             model.forward(&mut cache, &tokens, &targets)?;
             model.backward(&cache, &mut grads);
             crate::optim::clip::clip(&mut grads.data, 1.0);
-            optimizer.step(&mut model, StepInput { grads: &grads, cache: &cache, lr: 1e-3, factor: 1.0, clip: 1.0 })?;
+            optimizer.step(
+                &mut model,
+                StepInput { grads: &grads, cache: &cache, lr: 1e-3, factor: 1.0, clip: 1.0, threads: 1 },
+            )?;
             if let Some(p) = probe.as_mut() {
                 p.record(step, &model)?;
             }

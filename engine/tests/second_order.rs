@@ -433,7 +433,8 @@ fn a_divergent_cg_falls_back_to_the_gradient_and_is_counted() {
     let before = model.params.clone();
     model.forward(&mut cache, &tokens, &targets).unwrap();
     model.backward(&cache, &mut grads);
-    opt.step(&mut model, StepInput { grads: &grads, cache: &cache, lr: 0.01, factor: 1.0, clip: 1.0 }).unwrap();
+    opt.step(&mut model, StepInput { grads: &grads, cache: &cache, lr: 0.01, factor: 1.0, clip: 1.0, threads: 1 })
+        .unwrap();
     assert!(opt.diag.fallbacks_this_step > 0);
     assert_eq!(opt.diag.fallbacks_total, opt.diag.fallbacks_this_step as u64);
     assert!(opt.diag.layers.iter().any(|l| l.fell_back && l.cg.diverged));

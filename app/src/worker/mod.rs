@@ -300,7 +300,7 @@ impl Worker {
             Ok(outs) => {
                 let counts = outs.iter().map(|o| o.count).collect();
                 let bulk =
-                    outs.iter().flat_map(|o| [protocol::floats(&o.grads), protocol::floats(&o.target_p)]).collect();
+                    outs.iter().flat_map(|o| [&o.grads, &o.rows, &o.target_p].map(|x| protocol::floats(x))).collect();
                 self.post_with(&Event::Shards { counts }, bulk);
             }
             Err(e) => self.post(Event::Error { text: e.to_string() }),

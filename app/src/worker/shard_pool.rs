@@ -1,7 +1,8 @@
 //! The training worker's second worker: a second core for the CPU steps (`engine::train::remote`).
-//! It is the same worker program; it answers `Command::Shard` with the shards' gradients. Each step
-//! posts it the weights and the batch (transferred, not copied), computes its own half meanwhile,
-//! and waits for the other half. Until the second worker is loaded the steps run whole here; if it
+//! It is the same worker program; it answers `Command::Shard` with the shards' gradients and the
+//! rows their weights' gradients read (`engine::train::shards::ShardOut`). Each step posts it the
+//! weights and the batch (transferred, not copied), computes its own half meanwhile, and waits for
+//! the other half. Until the second worker is loaded the steps run whole here; if it
 //! crashes the session drops it and says so, and the numbers are the same either way.
 
 use std::cell::{Cell, RefCell};
@@ -123,15 +124,16 @@ impl Drop for Inner {
 fn outs_of(data: &JsValue) -> Result<Vec<ShardOut>, String> {
     let (event, bulk) = protocol::decode::<Event>(data)?;
     let Event::Shards { counts } = event else { return Err("not a shard reply".into()) };
-    if bulk.len() != 2 * counts.len() {
+    if bulk.len() != 3 * counts.len() {
         return Err("a shard reply without its arrays".into());
     }
     Ok(counts
         .iter()
         .enumerate()
         .map(|(i, &count)| ShardOut {
-            grads: protocol::floats_of(bulk.get(2 * i)),
-            target_p: protocol::floats_of(bulk.get(2 * i + 1)),
+            grads: protocol::floats_of(bulk.get(3 * i)),
+            rows: protocol::floats_of(bulk.get(3 * i + 1)),
+            target_p: protocol::floats_of(bulk.get(3 * i + 2)),
             count,
         })
         .collect())

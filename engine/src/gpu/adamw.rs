@@ -118,7 +118,7 @@ mod tests {
             ctx.write(&step, &step_values(lr, h.beta1, h.beta2, k + 1));
             ctx.run(&[&r1, &r2, &update]);
             clip::clip(&mut g, h.max_norm);
-            cpu.step(&mut params, &g, 1.0, &layout, lr);
+            cpu.step(&mut params, &g, 1.0, &layout, lr, 1);
             let err = max_err(&read(&ctx, &gp), &params);
             worst = worst.max(err);
             assert!(err < 1e-5, "step {k}: {err}");

@@ -89,7 +89,7 @@ mod tests {
             ctx.write(&step, &[lr]);
             ctx.run(&[&r1, &r2, &update]);
             clip::clip(&mut g, max_norm);
-            cpu.step(&mut params, &g, 1.0, &layout, lr);
+            cpu.step(&mut params, &g, 1.0, &layout, lr, 1);
             let err = max_err(&read(&ctx, &gp), &params);
             worst = worst.max(err);
             assert!(err < 1e-6, "step {k}: {err}");

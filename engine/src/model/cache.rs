@@ -64,6 +64,31 @@ pub struct BlockGrads<S> {
     pub d_proj: Vec<S>,
 }
 
+/// What the linear layers' weight gradients read of one forward and backward pass
+/// (`Model::weight_grads`): its cache (each layer's input rows) and the gradients at the layers'
+/// outputs.
+#[derive(Clone, Copy)]
+pub struct PassRows<'a, S> {
+    pub cache: &'a Cache<S>,
+    pub blocks: &'a [BlockGrads<S>],
+    pub dlogits: &'a [S],
+}
+
+impl<S> PassRows<'_, S> {
+    /// The buffers a pass's rows live in, in a fixed order (each block's layer inputs and output
+    /// gradients, then the head's): what a shard computed in another worker sends
+    /// (`train::remote`).
+    pub fn buffers<'a>(cache: &'a mut Cache<S>, grads: &'a mut Grads<S>) -> Vec<&'a mut Vec<S>> {
+        let mut out = Vec::with_capacity(10 * cache.blocks.len() + 2);
+        for (k, g) in cache.blocks.iter_mut().zip(&mut grads.blocks) {
+            out.extend([&mut k.ln1_out, &mut k.attn_y, &mut k.ln2_out, &mut k.fc_act]);
+            out.extend([&mut g.dq, &mut g.dk, &mut g.dv, &mut g.d_o, &mut g.d_fc, &mut g.d_proj]);
+        }
+        out.extend([&mut cache.lnf_out, &mut grads.dlogits]);
+        out
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct Grads<S> {
     /// Parameter gradients, laid out like `Model::params`.
@@ -147,6 +172,11 @@ impl<S: Scalar> Cache<S> {
 }
 
 impl<S: Scalar> Grads<S> {
+    /// What `Model::weight_grads` reads of the pass that left `cache` and these gradients.
+    pub fn rows<'a>(&'a self, cache: &'a Cache<S>) -> PassRows<'a, S> {
+        PassRows { cache, blocks: &self.blocks, dlogits: &self.dlogits }
+    }
+
     /// Numbers the gradients and their scratch hold.
     pub fn floats(&self) -> usize {
         let blocks: usize = self

@@ -24,6 +24,16 @@ pub struct LinearSpec {
     pub dout: usize,
 }
 
+impl LinearId {
+    /// Its weight's tensor index in the `Layout`.
+    pub fn weight(self, layout: &Layout) -> usize {
+        match self {
+            LinearId::Block(i, r) => layout.blocks[i].linear(r).0,
+            LinearId::Head => layout.head_w,
+        }
+    }
+}
+
 impl LinearSpec {
     pub fn of(layout: &Layout, id: LinearId) -> LinearSpec {
         let (name, (w, b)) = match id {
@@ -37,8 +47,13 @@ impl LinearSpec {
 
 /// Every linear layer: each block's in forward order, then the head.
 pub fn linears(layout: &Layout) -> Vec<LinearSpec> {
+    ids(layout).map(|id| LinearSpec::of(layout, id)).collect()
+}
+
+/// Every linear layer's id, in `linears`' order (allocating nothing: a training step walks them).
+pub fn ids(layout: &Layout) -> impl Iterator<Item = LinearId> + Clone {
     let blocks = (0..layout.blocks.len()).flat_map(|i| BlockLinear::ALL.map(|r| LinearId::Block(i, r)));
-    blocks.chain([LinearId::Head]).map(|id| LinearSpec::of(layout, id)).collect()
+    blocks.chain([LinearId::Head])
 }
 
 #[cfg(test)]

@@ -15,7 +15,7 @@ pub mod kv_cache;
 pub mod linears;
 pub mod params;
 
-pub use cache::{BlockCache, BlockGrads, Cache, Grads};
+pub use cache::{BlockCache, BlockGrads, Cache, Grads, PassRows};
 pub use kv_cache::KvCache;
 
 use linears::LinearId;
@@ -261,6 +261,15 @@ impl<S: Scalar> Model<S> {
     /// As `backward`, for the mean loss of the same forward pass scored against `targets` instead
     /// of the batch's own (K-FAC's sampled Fisher draws them from the model); `IGNORE` stays ignored.
     pub fn backward_for(&self, cache: &Cache<S>, targets: &[u32], grads: &mut Grads<S>) {
+        self.backward_rows(cache, targets, cache.count, grads);
+        let Grads { data, blocks, dlogits, .. } = grads;
+        self.weight_grads(std::iter::once(PassRows { cache, blocks, dlogits }), data, &mut Vec::new(), 1);
+    }
+
+    /// The backward pass but for the linear layers' weights, for a mean over `scored` targets (a
+    /// shard's own count, or its whole batch's): every other gradient in `grads.data`, and the
+    /// gradient at each linear layer's outputs in `grads` for `weight_grads` (and K-FAC).
+    pub fn backward_rows(&self, cache: &Cache<S>, targets: &[u32], scored: usize, grads: &mut Grads<S>) {
         debug_assert!(
             crate::config::Arch { tied_head: false, ..self.cfg.arch.clone() }.is_lab_block(),
             "the backward pass is the lab's block's"
@@ -271,14 +280,15 @@ impl<S: Scalar> Model<S> {
         let l = &self.layout;
         let shape = self.shape(cache.b, t);
         let g = grads;
-        // Only what accumulates is zeroed: the linear layers write their gradients whole (the
-        // weights are nearly all of them; zeroing them took 8% of a d1024 step natively).
-        for (_, t) in l.tensors.iter().enumerate().filter(|&(i, _)| !l.is_linear(i)) {
+        // Only what accumulates is zeroed: the linear layers' biases are written whole here and
+        // their weights by `weight_grads` (the weights are nearly all of the gradient; zeroing
+        // them took 8% of a d1024 step natively). A head tied to the token embedding adds to it.
+        for (_, t) in l.tensors.iter().enumerate().filter(|&(i, _)| !l.is_linear(i) || i == l.wte) {
             g.data[t.range()].fill(S::zero());
         }
-        loss::backward(&mut g.dlogits, &cache.probs, targets, cache.count, v);
-        let (dw, db) = pair_mut(l, &mut g.data, l.head_w, l.head_b);
-        linear::backward(&mut g.dln, S::zero(), dw, db, &g.dlogits, &cache.lnf_out, self.p(l.head_w), n, c, v);
+        loss::backward(&mut g.dlogits, &cache.probs, targets, scored, v);
+        let db = &mut g.data[l.tensors[l.head_b].range()];
+        linear::backward_input(&mut g.dln, S::zero(), db, &g.dlogits, self.p(l.head_w), n, c, v);
         g.dresid.fill(S::zero());
         let (dw, db) = pair_mut(l, &mut g.data, l.lnf_w, l.lnf_b);
         layer_norm::backward(&mut g.dresid, dw, db, &g.dln, &cache.lnf_u, &cache.lnf_rstd, self.p(l.lnf_w), c);
@@ -286,17 +296,17 @@ impl<S: Scalar> Model<S> {
             let (bc, bg) = (&cache.blocks[i], &mut g.blocks[i]);
             // MLP: dresid is the gradient at x' = h + proj(...).
             bg.d_proj.copy_from_slice(&g.dresid);
-            let (dw, db) = pair_mut(l, &mut g.data, ids.proj_w, ids.proj_b);
-            linear::backward(&mut g.dfc_act, S::zero(), dw, db, &bg.d_proj, &bc.fc_act, self.p(ids.proj_w), n, f, c);
+            let db = &mut g.data[l.tensors[ids.proj_b].range()];
+            linear::backward_input(&mut g.dfc_act, S::zero(), db, &bg.d_proj, self.p(ids.proj_w), n, f, c);
             activation::backward(self.cfg.activation, &mut bg.d_fc, &g.dfc_act, &bc.fc_pre);
-            let (dw, db) = pair_mut(l, &mut g.data, ids.fc_w, ids.fc_b);
-            linear::backward(&mut g.dln, S::zero(), dw, db, &bg.d_fc, &bc.ln2_out, self.p(ids.fc_w), n, c, f);
+            let db = &mut g.data[l.tensors[ids.fc_b].range()];
+            linear::backward_input(&mut g.dln, S::zero(), db, &bg.d_fc, self.p(ids.fc_w), n, c, f);
             let (dw, db) = pair_mut(l, &mut g.data, ids.ln2_w, ids.ln2_b);
             layer_norm::backward(&mut g.dresid, dw, db, &g.dln, &bc.ln2_u, &bc.ln2_rstd, self.p(ids.ln2_w), c);
             // Attention: dresid is now the gradient at h = x + O(...).
             bg.d_o.copy_from_slice(&g.dresid);
-            let (dw, db) = pair_mut(l, &mut g.data, ids.o_w, ids.o_b);
-            linear::backward(&mut g.dattn_y, S::zero(), dw, db, &bg.d_o, &bc.attn_y, self.p(ids.o_w), n, c, c);
+            let db = &mut g.data[l.tensors[ids.o_b].range()];
+            linear::backward_input(&mut g.dattn_y, S::zero(), db, &bg.d_o, self.p(ids.o_w), n, c, c);
             attention::backward(
                 &mut bg.dq,
                 &mut bg.dk,
@@ -312,14 +322,59 @@ impl<S: Scalar> Model<S> {
             let qkv = [(ids.q_w, ids.q_b, &bg.dq), (ids.k_w, ids.k_b, &bg.dk), (ids.v_w, ids.v_b, &bg.dv)];
             for (j, (w, b, dy)) in qkv.into_iter().enumerate() {
                 let beta = if j == 0 { S::zero() } else { S::one() };
-                let (dw, db) = pair_mut(l, &mut g.data, w, b);
-                linear::backward(&mut g.dln, beta, dw, db, dy, &bc.ln1_out, self.p(w), n, c, c);
+                let db = &mut g.data[l.tensors[b].range()];
+                linear::backward_input(&mut g.dln, beta, db, dy, self.p(w), n, c, c);
             }
             let (dw, db) = pair_mut(l, &mut g.data, ids.ln1_w, ids.ln1_b);
             layer_norm::backward(&mut g.dresid, dw, db, &g.dln, &bc.ln1_u, &bc.ln1_rstd, self.p(ids.ln1_w), c);
         }
         let (dwte, dwpe) = pair_mut(l, &mut g.data, l.wte, l.wpe);
         embedding::backward(dwte, dwpe, &g.dresid, &cache.tokens, t, c);
+    }
+
+    /// A linear layer's input rows and the gradient rows at its outputs in `pass`.
+    fn weight_operands<'a>(&self, pass: &PassRows<'a, S>, id: LinearId, din: usize, dout: usize) -> (&'a [S], &'a [S]) {
+        let n = pass.cache.b * pass.cache.t;
+        let (x, dy) = match id {
+            LinearId::Block(i, r) => (pass.cache.slot(i, r.input()), pass.blocks[i].of(r)),
+            LinearId::Head => (&pass.cache.lnf_out[..], pass.dlogits),
+        };
+        (&x[..n * din], &dy[..n * dout])
+    }
+
+    /// The linear layers' weight gradients, `dW = dY^T X` over the rows of every pass in `passes`
+    /// (a batch's shards, in batch order) as one product each, written into `out` (laid out like
+    /// the parameters): the shards' gradients are never summed, each weight's is written once,
+    /// and its pieces are shared out over `threads` (`linear::backward_weight`: the same bits on
+    /// any number). `rows` is scratch for the passes' rows put end to end.
+    pub fn weight_grads<'a>(
+        &self,
+        passes: impl Iterator<Item = PassRows<'a, S>> + Clone,
+        out: &mut [S],
+        rows: &mut Vec<S>,
+        threads: usize,
+    ) where
+        S: 'a,
+    {
+        let (count, n) = passes.clone().fold((0, 0), |(k, n), p| (k + 1, n + p.cache.b * p.cache.t));
+        let l = &self.layout;
+        for id in linears::ids(l) {
+            let w = id.weight(l);
+            let (dout, din) = (l.tensors[w].shape[0], l.tensors[w].shape[1]);
+            let mut each = passes.clone().map(|p| self.weight_operands(&p, id, din, dout));
+            let (x, dy) = match count {
+                1 => each.next().expect("one pass"),
+                _ => {
+                    rows.clear();
+                    each.clone().for_each(|(x, _)| rows.extend_from_slice(x));
+                    each.for_each(|(_, dy)| rows.extend_from_slice(dy));
+                    rows.split_at(n * din)
+                }
+            };
+            // A head tied to the token embedding adds to the embedding's gradient.
+            let beta = if w == l.wte { S::one() } else { S::zero() };
+            linear::backward_weight(&mut out[l.tensors[w].range()], beta, dy, x, n, din, dout, threads);
+        }
     }
 }
 

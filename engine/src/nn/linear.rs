@@ -165,29 +165,59 @@ pub fn forward_grouped<S: Scalar>(
     }
 }
 
-/// Writes `dw = dy^T x` and `db = sum dy` (a layer's gradient is written whole, so the model does not
-/// zero it first); sets (`beta` = 0) or adds to (`beta` = 1) `dinp`.
+/// Sets (`beta` = 0) or adds to (`beta` = 1) the input's gradient `dinp = dy W`, and writes the
+/// bias's `db = sum dy` whole. The weight's gradient is `backward_weight`'s: the data-parallel
+/// shards take it over all their rows at once (`Model::weight_grads`).
 #[allow(clippy::too_many_arguments)]
-pub fn backward<S: Scalar>(
+pub fn backward_input<S: Scalar>(
     dinp: &mut [S],
     beta: S,
-    dw: &mut [S],
     db: &mut [S],
     dy: &[S],
-    inp: &[S],
     w: &[S],
     n: usize,
     din: usize,
     dout: usize,
 ) {
     gemm(S::one(), MatRef::new(dy, n, dout), MatRef::new(w, dout, din), beta, MatMut::new(dinp, n, din));
-    gemm(S::one(), MatRef::new(dy, n, dout).t(), MatRef::new(inp, n, din), S::zero(), MatMut::new(dw, dout, din));
     db.fill(S::zero());
     for row in dy.chunks_exact(dout) {
         for (g, &d) in db.iter_mut().zip(row) {
             *g += d;
         }
     }
+}
+
+/// Output rows of a weight's gradient computed as one product (`backward_weight`): a fixed number,
+/// so how a gradient is cut never depends on the threads that share it out.
+pub const WEIGHT_ROWS: usize = 256;
+
+/// Writes (`beta` = 0) or adds to (`beta` = 1) the weight's gradient `dw = dy^T x` over `n` rows,
+/// natively in pieces of `WEIGHT_ROWS` output rows dealt to `threads` threads: each piece is the
+/// whole product's rows, to the bit (tested), so the thread count changes no bit.
+#[allow(clippy::too_many_arguments)]
+#[cfg_attr(target_arch = "wasm32", allow(unused_variables))]
+pub fn backward_weight<S: Scalar>(
+    dw: &mut [S],
+    beta: S,
+    dy: &[S],
+    x: &[S],
+    n: usize,
+    din: usize,
+    dout: usize,
+    threads: usize,
+) {
+    let (dy, x) = (MatRef::new(dy, n, dout), MatRef::new(x, n, din));
+    let piece = |(i, dw): (usize, &mut [S])| {
+        let rows = i * WEIGHT_ROWS..(i * WEIGHT_ROWS + dw.len() / din.max(1));
+        gemm(S::one(), dy.block(0..n, rows.clone()).t(), x, beta, MatMut::new(dw, rows.len(), din));
+    };
+    #[cfg(not(target_arch = "wasm32"))]
+    if threads > 1 && dout > WEIGHT_ROWS && din > 0 {
+        use rayon::prelude::*;
+        return dw.par_chunks_mut(WEIGHT_ROWS * din).enumerate().for_each(piece);
+    }
+    dw.chunks_mut(WEIGHT_ROWS * din.max(1)).enumerate().for_each(piece);
 }
 
 #[cfg(test)]
@@ -268,5 +298,32 @@ mod tests {
         let mut one = vec![f32::NAN; n * 6 * hs];
         forward_grouped(&mut one, &x, &w6, &b6, n, din, hs, 1);
         assert_eq!(one, every, "groups of one are the plain product");
+    }
+
+    /// A weight's gradient in pieces of `WEIGHT_ROWS` output rows, on any number of threads, is the
+    /// whole product's (`dy^T x` in one call) to the bit, set or added; and it is `dy^T x`.
+    #[test]
+    fn a_weight_gradient_in_pieces_is_the_whole_products() {
+        for (n, din, dout) in [(32, 1024, 4096), (37, 96, WEIGHT_ROWS + 3), (300, 64, 40)] {
+            let (x, _, _) = layer(n, din, 0);
+            let dy: Vec<f32> = (0..n * dout).map(|i| ((i * 7919 % 1009) as f32 - 504.0) * 1e-4).collect();
+            let mut whole = vec![0.5; dout * din];
+            let (dyv, xv) = (MatRef::new(&dy, n, dout), MatRef::new(&x, n, din));
+            gemm(1.0, dyv.t(), xv, 0.0, MatMut::new(&mut whole, dout, din));
+            for threads in [1, 2, 3] {
+                let mut pieces = vec![f32::NAN; dout * din];
+                backward_weight(&mut pieces, 0.0, &dy, &x, n, din, dout, threads);
+                assert!(pieces.iter().zip(&whole).all(|(a, b)| a.to_bits() == b.to_bits()), "({n}, {din}, {dout})");
+                let mut added = vec![0.5; dout * din];
+                backward_weight(&mut added, 1.0, &dy, &x, n, din, dout, threads);
+                let mut want = vec![0.5; dout * din];
+                gemm(1.0, dyv.t(), xv, 1.0, MatMut::new(&mut want, dout, din));
+                assert!(added.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits()), "added ({n}, {din}, {dout})");
+            }
+            for (j, i) in [(0, 0), (dout - 1, din - 1), (dout / 2, din / 3)] {
+                let want: f64 = (0..n).map(|r| dy[r * dout + j] as f64 * x[r * din + i] as f64).sum();
+                assert!((whole[j * din + i] as f64 - want).abs() <= 1e-4 * (1.0 + want.abs()));
+            }
+        }
     }
 }

@@ -21,8 +21,10 @@ impl Adam {
     }
 
     /// One step on the gradient `grads` times `clip` (the clipping's factor, taken here as each
-    /// value is read: one pass over the gradient fewer than scaling it first, the same bits).
-    pub fn step(&mut self, params: &mut [f32], grads: &[f32], clip: f32, layout: &Layout, lr: f32) {
+    /// value is read: one pass over the gradient fewer than scaling it first, the same bits), a
+    /// large tensor cut over `threads` (`pieces`).
+    #[cfg_attr(target_arch = "wasm32", allow(unused_variables))]
+    pub fn step(&mut self, params: &mut [f32], grads: &[f32], clip: f32, layout: &Layout, lr: f32, threads: usize) {
         self.t += 1;
         let c1 = 1.0 - self.beta1.powi(self.t as i32);
         let c2 = 1.0 - self.beta2.powi(self.t as i32);
@@ -30,8 +32,16 @@ impl Adam {
         for info in &layout.tensors {
             let decay = if info.is_matrix() { self.weight_decay } else { 0.0 };
             let r = info.range();
-            let (m, v) = (&mut self.m[r.clone()], &mut self.v[r.clone()]);
-            adamw(&mut params[r.clone()], &grads[r], clip, m, v, [b1, b2, eps, c1, c2, lr, decay]);
+            let (p, g, m, v) = (&mut params[r.clone()], &grads[r.clone()], &mut self.m[r.clone()], &mut self.v[r]);
+            let args = [b1, b2, eps, c1, c2, lr, decay];
+            #[cfg(not(target_arch = "wasm32"))]
+            if let Some(n) = super::pieces::piece_len(threads, p.len()) {
+                use rayon::prelude::*;
+                let runs = p.par_chunks_mut(n).zip(g.par_chunks(n)).zip(m.par_chunks_mut(n)).zip(v.par_chunks_mut(n));
+                runs.for_each(|(((p, g), m), v)| adamw(p, g, clip, m, v, args));
+                continue;
+            }
+            adamw(p, g, clip, m, v, args);
         }
     }
 

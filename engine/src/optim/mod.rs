@@ -9,6 +9,8 @@ pub mod curvature;
 pub mod kfac;
 pub mod kronecker;
 pub mod muon;
+#[cfg(not(target_arch = "wasm32"))]
+pub mod pieces;
 pub mod schedule;
 pub mod second_order;
 pub mod settings;
@@ -32,6 +34,8 @@ pub struct StepInput<'a> {
     pub lr: f32,
     pub factor: f32,
     pub clip: f32,
+    /// Threads SGD's and Adam's updates may use (`pieces`); the bits do not depend on it.
+    pub threads: usize,
 }
 
 /// Hands out a saved optimizer state by name and length (the state of `state()`), for `load_state`.
@@ -81,14 +85,14 @@ impl Optimizer {
 
     /// Applies one update. A non-finite update is an error and changes nothing.
     pub fn step(&mut self, model: &mut Model<f32>, s: StepInput) -> Result<()> {
-        let StepInput { grads, lr, factor, clip, .. } = s;
+        let StepInput { grads, lr, factor, clip, threads, .. } = s;
         debug_assert!(
             clip == 1.0 || matches!(self, Optimizer::Sgd(_) | Optimizer::Adam(_)),
             "this optimizer reads a gradient already clipped (take_clip)"
         );
         match self {
-            Optimizer::Sgd(o) => o.step(&mut model.params, &grads.data, clip, &model.layout, lr),
-            Optimizer::Adam(o) => o.step(&mut model.params, &grads.data, clip, &model.layout, lr),
+            Optimizer::Sgd(o) => o.step(&mut model.params, &grads.data, clip, &model.layout, lr, threads),
+            Optimizer::Adam(o) => o.step(&mut model.params, &grads.data, clip, &model.layout, lr, threads),
             Optimizer::Muon(o) => o.step(model, grads, lr, factor),
             Optimizer::Soap(o) => return o.step(model, grads, lr),
             Optimizer::SecondOrder(o) => return o.step(model, s),
@@ -171,10 +175,15 @@ mod tests {
             for _ in 0..3 {
                 let mut taken = grads.clone();
                 let clip = oa.take_clip(&mut taken, s);
-                oa.step(&mut a, StepInput { grads: &taken, cache: &cache, lr: 0.01, factor: 1.0, clip }).unwrap();
+                oa.step(&mut a, StepInput { grads: &taken, cache: &cache, lr: 0.01, factor: 1.0, clip, threads: 1 })
+                    .unwrap();
                 let mut scaled = grads.clone();
                 clip::scale(&mut scaled.data, s);
-                ob.step(&mut b, StepInput { grads: &scaled, cache: &cache, lr: 0.01, factor: 1.0, clip: 1.0 }).unwrap();
+                ob.step(
+                    &mut b,
+                    StepInput { grads: &scaled, cache: &cache, lr: 0.01, factor: 1.0, clip: 1.0, threads: 1 },
+                )
+                .unwrap();
             }
             assert!(a.params.iter().zip(&b.params).all(|(x, y)| x.to_bits() == y.to_bits()), "{}", c.name());
             assert_ne!(a.params, model.params);
@@ -195,14 +204,15 @@ mod tests {
         // the inverse fail half-way through the layers (validation refuses it; a bug would not).
         let mut so = SecondOrderConfig::new(Method::Kfac);
         let mut opt = Optimizer::new(&OptimizerConfig::Kfac(so.clone()), &model);
-        opt.step(&mut model, StepInput { grads: &grads, cache: &cache, lr: 0.01, factor: 1.0, clip: 1.0 }).unwrap();
+        opt.step(&mut model, StepInput { grads: &grads, cache: &cache, lr: 0.01, factor: 1.0, clip: 1.0, threads: 1 })
+            .unwrap();
         so.damping = -1.0;
         let Optimizer::SecondOrder(o) = &mut opt else { unreachable!() };
         o.cfg.damping = so.damping;
         o.cfg.inverse_interval = 1;
         let (state, params) = (opt.state(), model.params.clone());
         assert!(opt
-            .step(&mut model, StepInput { grads: &grads, cache: &cache, lr: 0.01, factor: 1.0, clip: 1.0 })
+            .step(&mut model, StepInput { grads: &grads, cache: &cache, lr: 0.01, factor: 1.0, clip: 1.0, threads: 1 })
             .is_err());
         assert_eq!(opt.state(), state, "the optimizer state is as before the failed step");
         assert_eq!(model.params, params);

@@ -138,7 +138,7 @@ impl Trainer {
             Some(outs) => self.shards.accept(rest.start, outs)?,
             None => self.shards.compute(&self.model, &self.tokens, &self.targets, true, rest)?,
         }
-        let loss = self.shards.combine(true);
+        let loss = self.shards.combine(&self.model, true);
         if !loss.is_finite() {
             return Err(Error::NonFinite { what: "loss".into(), step: self.step });
         }
@@ -150,12 +150,15 @@ impl Trainer {
         let lr = self.cfg.schedule.lr(self.cfg.lr, self.step, self.cfg.steps);
         let step = self.step;
         let (grads, cache) = (self.shards.grads(), self.shards.cache());
-        self.opt.step(&mut self.model, StepInput { grads, cache, lr, factor: lr / self.cfg.lr, clip }).map_err(
-            |e| match e {
+        self.opt
+            .step(
+                &mut self.model,
+                StepInput { grads, cache, lr, factor: lr / self.cfg.lr, clip, threads: self.shards.threads() },
+            )
+            .map_err(|e| match e {
                 Error::NonFinite { what, .. } => Error::NonFinite { what, step },
                 other => other,
-            },
-        )?;
+            })?;
         self.step += 1;
         Ok(StepReport { step: self.step, loss, lr, grad_norm })
     }

@@ -1,8 +1,11 @@
 //! Data parallelism whose results do not depend on the thread count. The batch is cut into a fixed
 //! number of shards of whole sequences (the split never looks at the threads); each shard runs the
-//! forward and backward pass into its own cache and gradients, and the shards' gradients are summed
-//! in shard order, each weighted by its share of the scored tokens. Threads only decide who computes
-//! which shard, so a step is bit-identical on one core or many, as reproducible links need.
+//! forward and backward pass into its own cache and gradients, for the whole batch's mean loss.
+//! Then the linear layers' weight gradients, nearly all of a wide model's, are taken over every
+//! shard's rows at once (`Model::weight_grads`), each written once, in pieces shared out over the
+//! threads; the rest (norms, biases, embeddings) is summed in shard order. Threads only decide who
+//! computes which shard or piece, so a step is bit-identical on one core or many, as reproducible
+//! links need.
 //!
 //! K-FAC and CG-FAC read every token's layer inputs and output gradients from one cache, so they
 //! take the batch as a single shard.
@@ -13,7 +16,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use multiversion::multiversion;
 
 use crate::error::Result;
-use crate::model::{Cache, Grads, Model};
+use crate::model::{Cache, Grads, Model, PassRows};
 use crate::nn::loss;
 use crate::optim::clip;
 
@@ -53,32 +56,27 @@ fn in_runs<T: Send>(threads: usize, items: &mut [T], f: impl Fn(&mut [T]) + Sync
     f(items)
 }
 
-/// `out += w g` element by element, multiversioned as `nn::activation::forward` (the same bits in
+/// `out += g` element by element, multiversioned as `nn::activation::forward` (the same bits in
 /// every version).
 #[multiversion(targets = "simd")]
-fn add_scaled(out: &mut [f32], w: f32, g: &[f32]) {
-    out.iter_mut().zip(g).for_each(|(s, &g)| *s += w * g);
+fn add(out: &mut [f32], g: &[f32]) {
+    out.iter_mut().zip(g).for_each(|(s, &g)| *s += g);
 }
 
-/// As `in_runs`, over a gradient's blocks of `clip::BLOCK` values and one number per block: `f(first
-/// block, the run's values, the run's numbers)`. Runs start at block boundaries, so the blocks are
-/// the same on any number of threads.
+/// The sum of squares of each block of `clip::BLOCK` values of `data` into `squares`, the blocks
+/// shared out over `threads` in runs of whole blocks: the same blocks on any number of threads.
 #[cfg_attr(target_arch = "wasm32", allow(unused_variables))]
-fn in_block_runs(
-    threads: usize,
-    data: &mut [f32],
-    blocks: &mut [f64],
-    f: impl Fn(usize, &mut [f32], &mut [f64]) + Sync,
-) {
+fn squares_by_block(threads: usize, data: &[f32], squares: &mut [f64]) {
+    let f = |(run, squares): (&[f32], &mut [f64])| {
+        run.chunks(clip::BLOCK).zip(squares).for_each(|(block, square)| *square = clip::block_squares(block))
+    };
     #[cfg(not(target_arch = "wasm32"))]
-    if threads > 1 && blocks.len() > 1 {
+    if threads > 1 && squares.len() > 1 {
         use rayon::prelude::*;
-        let per = blocks.len().div_ceil(threads);
-        let runs = data.par_chunks_mut(per * clip::BLOCK).zip(blocks.par_chunks_mut(per));
-        runs.enumerate().for_each(|(i, (run, numbers))| f(i * per, run, numbers));
-        return;
+        let per = squares.len().div_ceil(threads);
+        return data.par_chunks(per * clip::BLOCK).zip(squares.par_chunks_mut(per)).for_each(f);
     }
-    f(0, data, blocks)
+    f((data, squares))
 }
 
 struct Part {
@@ -93,11 +91,13 @@ struct Part {
     error: Option<crate::error::Error>,
 }
 
-/// A shard computed by another worker (`train::remote`): its gradient, the probability each scored
-/// token gave its target, in row order, and their count.
+/// A shard computed by another worker (`train::remote`): its gradient but the linear layers'
+/// weights' (`Shards::summed`, end to end), the rows their gradients read (`PassRows::buffers`, end to
+/// end), the probability each scored token gave its target, in row order, and their count.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ShardOut {
     pub grads: Vec<f32>,
+    pub rows: Vec<f32>,
     pub target_p: Vec<f32>,
     pub count: usize,
 }
@@ -106,8 +106,15 @@ pub struct Shards {
     parts: Vec<Part>,
     /// The whole batch's parameter gradient, when there is more than one shard.
     sum: Option<Grads<f32>>,
-    /// Its sum of squares per block of `clip::BLOCK` values, taken while it is summed.
+    /// Its sum of squares per block of `clip::BLOCK` values.
     squares: Vec<f64>,
+    /// The parameter ranges the shards' own passes write and `combine` sums: all but the linear
+    /// layers' weights (a head tied to the embedding's is summed, then added to).
+    summed: Vec<Range<usize>>,
+    /// The batch's scored targets: each shard's gradient is for the batch's mean loss.
+    scored: usize,
+    /// Scratch for the shards' rows put end to end (`Model::weight_grads`).
+    rows: Vec<f32>,
     context: usize,
     threads: usize,
 }
@@ -133,7 +140,20 @@ impl Shards {
             .collect();
         let sum = (count > 1).then(|| Grads::new(model, 0));
         let squares = vec![0.0; sum.as_ref().map_or(0, |s| s.data.len().div_ceil(clip::BLOCK))];
-        Shards { parts, sum, squares, context: model.cfg.context, threads: default_threads() }
+        let l = &model.layout;
+        let weights: Vec<usize> =
+            crate::model::linears::linears(l).iter().map(|s| s.w).filter(|&w| w != l.wte).collect();
+        let summed = l.tensors_except(&weights).into_iter().map(|i| l.tensors[i].range()).collect();
+        Shards {
+            parts,
+            sum,
+            squares,
+            summed,
+            scored: 0,
+            rows: Vec::new(),
+            context: model.cfg.context,
+            threads: default_threads(),
+        }
     }
 
     pub fn count(&self) -> usize {
@@ -168,6 +188,8 @@ impl Shards {
         let n = self.parts.last().map_or(0, |p| p.seqs.end) * t;
         crate::model::check_batch(n, model.cfg.vocab, tokens, targets)?;
         let v = model.cfg.vocab;
+        self.scored = loss::scored(targets);
+        let (scored, alone) = (self.scored, self.sum.is_none());
         self.each(which.clone(), |p| {
             let r = p.seqs.start * t..p.seqs.end * t;
             p.error = model.forward(&mut p.cache, &tokens[r.clone()], &targets[r]).err();
@@ -176,7 +198,7 @@ impl Shards {
                 p.target_p.extend(loss::target_probs(&p.cache.probs, &p.cache.targets, v));
                 p.count = p.cache.count;
                 if backward {
-                    model.backward(&p.cache, &mut p.grads);
+                    backward_of(model, p, scored, alone);
                 }
             }
         });
@@ -189,7 +211,8 @@ impl Shards {
     /// The backward pass of the shards `which`, after their forward pass (`compute` without
     /// `backward`): the same gradients `compute` with `backward` gives, to the bit.
     pub fn backward(&mut self, model: &Model<f32>, which: Range<usize>) {
-        self.each(which, |p| model.backward(&p.cache, &mut p.grads));
+        let (scored, alone) = (self.scored, self.sum.is_none());
+        self.each(which, |p| backward_of(model, p, scored, alone));
     }
 
     /// Takes the shards from `first` on from another worker (as `compute` would have left them).
@@ -198,27 +221,51 @@ impl Shards {
         let Some(parts) = parts else {
             return Err(crate::error::Error::Config(format!("{} remote shards for shards {first}..", outs.len())));
         };
+        let summed: usize = self.summed.iter().map(|r| r.len()).sum();
         for (p, out) in parts.iter_mut().zip(outs) {
             let tokens = p.seqs.len() * self.context;
-            if out.grads.len() != p.grads.data.len() || out.target_p.len() != out.count || out.count > tokens {
+            let mut rows = PassRows::buffers(&mut p.cache, &mut p.grads);
+            let room: usize = rows.iter().map(|r| r.len()).sum();
+            if out.grads.len() != summed
+                || out.rows.len() != room
+                || out.target_p.len() != out.count
+                || out.count > tokens
+            {
                 return Err(crate::error::Error::Config("a remote shard of the wrong size".into()));
             }
-            p.grads.data = out.grads;
+            let mut from = &out.rows[..];
+            for row in rows.iter_mut() {
+                let (these, rest) = from.split_at(row.len());
+                row.copy_from_slice(these);
+                from = rest;
+            }
+            let mut from = &out.grads[..];
+            for r in &self.summed {
+                let (these, rest) = from.split_at(r.len());
+                p.grads.data[r.clone()].copy_from_slice(these);
+                from = rest;
+            }
             (p.target_p, p.count) = (out.target_p, out.count);
         }
         Ok(())
     }
 
     /// What `compute` left in the shards `which`, for another worker's `accept`.
-    pub fn outs(&self, which: Range<usize>) -> Vec<ShardOut> {
-        let part = |p: &Part| ShardOut { grads: p.grads.data.clone(), target_p: p.target_p.clone(), count: p.count };
-        self.parts[which].iter().map(part).collect()
+    pub fn outs(&mut self, which: Range<usize>) -> Vec<ShardOut> {
+        let summed = &self.summed;
+        let part = |p: &mut Part| ShardOut {
+            grads: summed.iter().flat_map(|r| &p.grads.data[r.clone()]).copied().collect(),
+            rows: PassRows::buffers(&mut p.cache, &mut p.grads).into_iter().flatten().map(|x| *x).collect(),
+            target_p: p.target_p.clone(),
+            count: p.count,
+        };
+        self.parts[which].iter_mut().map(part).collect()
     }
 
     /// The batch's mean loss from every shard's rows in batch order, as one pass over the batch
-    /// sums them; with `backward` and more than one shard the batch's gradient is the shards' in
-    /// order, each weighted by its share of the scored tokens.
-    pub fn combine(&mut self, backward: bool) -> f32 {
+    /// sums them; with `backward` and more than one shard the batch's gradient: the linear layers'
+    /// weights' over every shard's rows at once, the rest the shards' in order.
+    pub fn combine(&mut self, model: &Model<f32>, backward: bool) -> f32 {
         let (mut total, mut scored) = (0.0f32, 0);
         for p in &self.parts {
             p.target_p.iter().for_each(|&x| loss::add_nll_of(&mut total, x));
@@ -226,20 +273,14 @@ impl Shards {
         }
         if let (Some(sum), true) = (self.sum.as_mut(), backward) {
             let parts = &self.parts;
-            // Element by element, so the threads' ranges do not change a bit; in blocks that stay
-            // in the cache while every shard is added and the block's squares summed (one pass
-            // over each gradient).
-            in_block_runs(self.threads, &mut sum.data, &mut self.squares, |first, out, squares| {
-                for (b, (block, square)) in out.chunks_mut(clip::BLOCK).zip(squares).enumerate() {
-                    block.fill(0.0);
-                    let at = (first + b) * clip::BLOCK;
-                    for p in parts.iter().filter(|p| p.count > 0) {
-                        let (w, g) = (p.count as f32 / scored as f32, &p.grads.data[at..][..block.len()]);
-                        add_scaled(block, w, g);
-                    }
-                    *square = clip::block_squares(block);
-                }
-            });
+            for r in &self.summed {
+                let out = &mut sum.data[r.clone()];
+                out.copy_from_slice(&parts[0].grads.data[r.clone()]);
+                parts[1..].iter().for_each(|p| add(out, &p.grads.data[r.clone()]));
+            }
+            let passes = parts.iter().map(|p| p.grads.rows(&p.cache));
+            model.weight_grads(passes, &mut sum.data, &mut self.rows, self.threads);
+            squares_by_block(self.threads, &sum.data, &mut self.squares);
         }
         loss::mean(total, scored)
     }
@@ -247,13 +288,13 @@ impl Shards {
     /// The batch's mean loss.
     pub fn forward(&mut self, model: &Model<f32>, tokens: &[u32], targets: &[u32]) -> Result<f32> {
         self.compute(model, tokens, targets, false, 0..self.count())?;
-        Ok(self.combine(false))
+        Ok(self.combine(model, false))
     }
 
     /// The batch's mean loss, with its gradient in `grads()`.
     pub fn forward_backward(&mut self, model: &Model<f32>, tokens: &[u32], targets: &[u32]) -> Result<f32> {
         self.compute(model, tokens, targets, true, 0..self.count())?;
-        Ok(self.combine(true))
+        Ok(self.combine(model, true))
     }
 
     /// The last batch's gradient (after `forward_backward`).
@@ -278,6 +319,16 @@ impl Shards {
     /// CG-FAC need.
     pub fn cache(&self) -> &Cache<f32> {
         &self.parts[0].cache
+    }
+}
+
+/// A shard's backward pass: the whole of it when the shard is the batch; else all but the linear
+/// layers' weights' gradients (`combine` takes those over every shard's rows), for the batch's
+/// mean loss over `scored` targets.
+fn backward_of(model: &Model<f32>, p: &mut Part, scored: usize, alone: bool) {
+    match alone {
+        true => model.backward(&p.cache, &mut p.grads),
+        false => model.backward_rows(&p.cache, &p.cache.targets, scored, &mut p.grads),
     }
 }
 
