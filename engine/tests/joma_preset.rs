@@ -1,5 +1,5 @@
 //! What the page's JoMA preset says about itself, measured: with GELU, layer 1's attention entropy
-//! dips and rebounds on each of seeds 0, 1 and 2; with the identity MLP it rebounds on all three,
+//! dips and rebounds on each of seeds 0, 1 and 2; with the identity MLP it rebounds on two of them,
 //! each time by less than any GELU rebound (app/src/settings.rs, the preset's story).
 #![cfg(all(not(target_arch = "wasm32"), feature = "gpu"))]
 
@@ -41,10 +41,10 @@ fn the_joma_preset_rebounds_on_every_seed_with_gelu_and_less_without() {
     for (seed, (shape, rebound, agreement)) in gelu.iter().enumerate() {
         assert_eq!(*shape, CurveShape::DipAndRebound, "GELU, seed {seed}");
         assert_eq!(*agreement, Agreement::Agrees, "GELU, seed {seed}");
-        assert!((0.2..0.9).contains(rebound), "GELU, seed {seed}: rebound {rebound} (the story says 0.26 to 0.80)");
+        assert!((0.3..0.8).contains(rebound), "GELU, seed {seed}: rebound {rebound} (the story says 0.37 to 0.76)");
     }
     let rebounds: Vec<f64> = identity.iter().filter(|i| i.0 == CurveShape::DipAndRebound).map(|i| i.1).collect();
-    assert_eq!(rebounds.len(), 3, "identity rebounds on all three seeds: {identity:?}");
+    assert_eq!(rebounds.len(), 2, "identity rebounds on two seeds of three: {identity:?}");
     let least_gelu = gelu.iter().map(|g| g.1).fold(f64::INFINITY, f64::min);
     assert!(rebounds.iter().all(|&r| (0.05..0.2).contains(&r) && r < least_gelu), "{rebounds:?} against {least_gelu}");
 }

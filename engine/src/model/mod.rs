@@ -261,9 +261,21 @@ impl<S: Scalar> Model<S> {
     /// As `backward`, for the mean loss of the same forward pass scored against `targets` instead
     /// of the batch's own (K-FAC's sampled Fisher draws them from the model); `IGNORE` stays ignored.
     pub fn backward_for(&self, cache: &Cache<S>, targets: &[u32], grads: &mut Grads<S>) {
-        self.backward_rows(cache, targets, cache.count, grads);
+        self.backward_scored(cache, targets, cache.count, grads)
+    }
+
+    /// As `backward_for`, for a mean over `scored` targets (a shard's for its whole batch's).
+    pub fn backward_scored(&self, cache: &Cache<S>, targets: &[u32], scored: usize, grads: &mut Grads<S>) {
+        self.backward_rows(cache, targets, scored, grads);
         let Grads { data, blocks, dlogits, .. } = grads;
         self.weight_grads(std::iter::once(PassRows { cache, blocks, dlogits }), data, &mut Vec::new(), 1);
+    }
+
+    /// Numbers a token adds to the rows the weights' gradients read (`weight_grads`): each linear
+    /// layer's input and output widths.
+    pub fn weight_row_width(&self) -> usize {
+        let l = &self.layout;
+        linears::ids(l).map(|id| l.tensors[id.weight(l)].shape.iter().sum::<usize>()).sum()
     }
 
     /// The backward pass but for the linear layers' weights, for a mean over `scored` targets (a

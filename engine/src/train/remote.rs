@@ -136,16 +136,32 @@ mod tests {
         cfg
     }
 
+    /// A wide model reading few tokens (96 a step, 580 FLOPs a parameter): its weights' gradients
+    /// are taken over the whole batch's rows (`Shards::whole_weights`), so the other worker sends
+    /// its rows back instead of their gradients.
+    fn wide(optimizer: OptimizerConfig) -> TrainConfig {
+        let mut cfg = config(optimizer);
+        cfg.model = ModelConfig { d_model: 256, heads: 4, layers: 1, d_ff: 1024, context: 16, ..cfg.model };
+        cfg.batch = 6;
+        cfg
+    }
+
     fn bits(x: &[f32]) -> Vec<u32> {
         x.iter().map(|v| v.to_bits()).collect()
     }
 
     #[test]
     fn shards_from_another_worker_give_the_same_step_to_the_bit() {
-        let cfg = config(OptimizerConfig::adam());
+        for (cfg, whole) in [(config(OptimizerConfig::adam()), false), (wide(OptimizerConfig::adam()), true)] {
+            from_another_worker(cfg, whole);
+        }
+    }
+
+    fn from_another_worker(cfg: TrainConfig, whole_weights: bool) {
         let (mut alone, mut split) = (Trainer::new(cfg.clone()).unwrap(), Trainer::new(cfg).unwrap());
+        assert_eq!(split.shards.whole_weights, whole_weights);
         let mut helper: Option<ShardWorker> = None;
-        for _ in 0..6 {
+        for _ in 0..3 {
             let a = alone.step().unwrap();
             let task = split.begin_step(true).expect("four shards: two for the other worker");
             assert_eq!(task.parts, 2..4);
@@ -155,6 +171,7 @@ mod tests {
             };
             let helper = helper.insert(worker);
             let outs = helper.run(task).unwrap();
+            assert_eq!(outs.iter().all(|o| !o.rows.is_empty()), whole_weights, "rows sent back");
             split.compute_own().unwrap();
             let b = split.finish_step(Some(outs)).unwrap();
             assert_eq!(
@@ -255,6 +272,12 @@ mod tests {
         assert!(t.finish_step(Some(good)).is_err(), "a gradient of the wrong length");
         assert!(t.finish_step(Some(vec![])).is_err(), "too few shards");
         assert_eq!(t.step_count(), 0, "a refused step changes nothing");
+        let mut w = Trainer::new(wide(OptimizerConfig::adam())).unwrap();
+        let wide_task = w.begin_step(true).unwrap();
+        let mut rows = ShardWorker::for_task(&wide_task).unwrap().run(wide_task).unwrap();
+        w.compute_own().unwrap();
+        rows[1].rows.pop();
+        assert!(w.finish_step(Some(rows)).is_err() && w.step_count() == 0, "rows of the wrong length");
         let other = ShardTask { model: ModelConfig { d_model: 16, ..task.model.clone() }, ..task.clone() };
         assert!(ShardWorker::for_task(&other).unwrap().run(task.clone()).is_err(), "a task for another model");
         let half = ShardTask { parts: 3..4, ..task.clone() };

@@ -1,11 +1,12 @@
 //! Data parallelism whose results do not depend on the thread count. The batch is cut into a fixed
 //! number of shards of whole sequences (the split never looks at the threads); each shard runs the
-//! forward and backward pass into its own cache and gradients, for the whole batch's mean loss.
-//! Then the linear layers' weight gradients, nearly all of a wide model's, are taken over every
-//! shard's rows at once (`Model::weight_grads`), each written once, in pieces shared out over the
-//! threads; the rest (norms, biases, embeddings) is summed in shard order. Threads only decide who
-//! computes which shard or piece, so a step is bit-identical on one core or many, as reproducible
-//! links need.
+//! forward and backward pass into its own cache and gradients, for the whole batch's mean loss, and
+//! the shards' gradients are summed in shard order. Where the batch's rows hold fewer numbers than
+//! the gradient (a wide model reading a few sequences: `Shards::whole_weights`), the linear layers'
+//! weight gradients, nearly all of such a model's, are instead taken over every shard's rows at once
+//! (`Model::weight_grads`), each written once, in pieces shared out over the threads; only the rest
+//! (norms, biases, embeddings) is summed. Threads only decide who computes which shard or piece, so a
+//! step is bit-identical on one core or many, as reproducible links need.
 //!
 //! K-FAC and CG-FAC read every token's layer inputs and output gradients from one cache, so they
 //! take the batch as a single shard.
@@ -63,6 +64,26 @@ fn add(out: &mut [f32], g: &[f32]) {
     out.iter_mut().zip(g).for_each(|(s, &g)| *s += g);
 }
 
+/// Values summed at once: a run's sum stays in the cache while every shard's values are added.
+const SUM_RUN: usize = 1 << 14;
+
+/// `out` = the shards' gradients from `at` on, summed in shard order, element by element in runs
+/// shared out over the threads (the same bits on any number).
+#[cfg_attr(target_arch = "wasm32", allow(unused_variables))]
+fn sum_into(threads: usize, out: &mut [f32], at: usize, parts: &[Part]) {
+    let f = |(i, out): (usize, &mut [f32])| {
+        let r = at + i * SUM_RUN..at + i * SUM_RUN + out.len();
+        out.copy_from_slice(&parts[0].grads.data[r.clone()]);
+        parts[1..].iter().for_each(|p| add(out, &p.grads.data[r.clone()]));
+    };
+    #[cfg(not(target_arch = "wasm32"))]
+    if threads > 1 && out.len() > SUM_RUN {
+        use rayon::prelude::*;
+        return out.par_chunks_mut(SUM_RUN).enumerate().for_each(f);
+    }
+    out.chunks_mut(SUM_RUN).enumerate().for_each(f)
+}
+
 /// The sum of squares of each block of `clip::BLOCK` values of `data` into `squares`, the blocks
 /// shared out over `threads` in runs of whole blocks: the same blocks on any number of threads.
 #[cfg_attr(target_arch = "wasm32", allow(unused_variables))]
@@ -91,9 +112,10 @@ struct Part {
     error: Option<crate::error::Error>,
 }
 
-/// A shard computed by another worker (`train::remote`): its gradient but the linear layers'
-/// weights' (`Shards::summed`, end to end), the rows their gradients read (`PassRows::buffers`, end to
-/// end), the probability each scored token gave its target, in row order, and their count.
+/// A shard computed by another worker (`train::remote`): its gradient (`Shards::summed`, end to
+/// end: without the linear layers' weights' where `Shards::whole_weights`), the rows those read
+/// (`PassRows::buffers`, end to end; none otherwise), the probability each scored token gave its
+/// target, in row order, and their count.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ShardOut {
     pub grads: Vec<f32>,
@@ -108,8 +130,13 @@ pub struct Shards {
     sum: Option<Grads<f32>>,
     /// Its sum of squares per block of `clip::BLOCK` values.
     squares: Vec<f64>,
-    /// The parameter ranges the shards' own passes write and `combine` sums: all but the linear
-    /// layers' weights (a head tied to the embedding's is summed, then added to).
+    /// Whether the linear layers' weight gradients are taken over the whole batch's rows at once
+    /// (`Model::weight_grads`) rather than in each shard and summed: when the rows hold fewer
+    /// numbers than the gradient. The batch's shape decides it, never the threads or workers.
+    pub(super) whole_weights: bool,
+    /// The parameter ranges the shards' own passes write and `combine` sums: all of them, or with
+    /// `whole_weights` all but the linear layers' weights (a head tied to the embedding's is
+    /// summed, then added to).
     summed: Vec<Range<usize>>,
     /// The batch's scored targets: each shard's gradient is for the batch's mean loss.
     scored: usize,
@@ -141,13 +168,17 @@ impl Shards {
         let sum = (count > 1).then(|| Grads::new(model, 0));
         let squares = vec![0.0; sum.as_ref().map_or(0, |s| s.data.len().div_ceil(clip::BLOCK))];
         let l = &model.layout;
-        let weights: Vec<usize> =
-            crate::model::linears::linears(l).iter().map(|s| s.w).filter(|&w| w != l.wte).collect();
+        let whole_weights = count > 1 && batch * model.cfg.context * model.weight_row_width() <= l.total;
+        let weights: Vec<usize> = match whole_weights {
+            true => crate::model::linears::ids(l).map(|id| id.weight(l)).filter(|&w| w != l.wte).collect(),
+            false => Vec::new(),
+        };
         let summed = l.tensors_except(&weights).into_iter().map(|i| l.tensors[i].range()).collect();
         Shards {
             parts,
             sum,
             squares,
+            whole_weights,
             summed,
             scored: 0,
             rows: Vec::new(),
@@ -189,7 +220,7 @@ impl Shards {
         crate::model::check_batch(n, model.cfg.vocab, tokens, targets)?;
         let v = model.cfg.vocab;
         self.scored = loss::scored(targets);
-        let (scored, alone) = (self.scored, self.sum.is_none());
+        let (scored, whole) = (self.scored, self.whole_weights);
         self.each(which.clone(), |p| {
             let r = p.seqs.start * t..p.seqs.end * t;
             p.error = model.forward(&mut p.cache, &tokens[r.clone()], &targets[r]).err();
@@ -198,7 +229,7 @@ impl Shards {
                 p.target_p.extend(loss::target_probs(&p.cache.probs, &p.cache.targets, v));
                 p.count = p.cache.count;
                 if backward {
-                    backward_of(model, p, scored, alone);
+                    backward_of(model, p, scored, whole);
                 }
             }
         });
@@ -211,8 +242,8 @@ impl Shards {
     /// The backward pass of the shards `which`, after their forward pass (`compute` without
     /// `backward`): the same gradients `compute` with `backward` gives, to the bit.
     pub fn backward(&mut self, model: &Model<f32>, which: Range<usize>) {
-        let (scored, alone) = (self.scored, self.sum.is_none());
-        self.each(which, |p| backward_of(model, p, scored, alone));
+        let (scored, whole) = (self.scored, self.whole_weights);
+        self.each(which, |p| backward_of(model, p, scored, whole));
     }
 
     /// Takes the shards from `first` on from another worker (as `compute` would have left them).
@@ -224,7 +255,10 @@ impl Shards {
         let summed: usize = self.summed.iter().map(|r| r.len()).sum();
         for (p, out) in parts.iter_mut().zip(outs) {
             let tokens = p.seqs.len() * self.context;
-            let mut rows = PassRows::buffers(&mut p.cache, &mut p.grads);
+            let mut rows = match self.whole_weights {
+                true => PassRows::buffers(&mut p.cache, &mut p.grads),
+                false => Vec::new(),
+            };
             let room: usize = rows.iter().map(|r| r.len()).sum();
             if out.grads.len() != summed
                 || out.rows.len() != room
@@ -252,10 +286,13 @@ impl Shards {
 
     /// What `compute` left in the shards `which`, for another worker's `accept`.
     pub fn outs(&mut self, which: Range<usize>) -> Vec<ShardOut> {
-        let summed = &self.summed;
+        let (summed, whole) = (&self.summed, self.whole_weights);
         let part = |p: &mut Part| ShardOut {
             grads: summed.iter().flat_map(|r| &p.grads.data[r.clone()]).copied().collect(),
-            rows: PassRows::buffers(&mut p.cache, &mut p.grads).into_iter().flatten().map(|x| *x).collect(),
+            rows: match whole {
+                true => PassRows::buffers(&mut p.cache, &mut p.grads).into_iter().flatten().map(|x| *x).collect(),
+                false => Vec::new(),
+            },
             target_p: p.target_p.clone(),
             count: p.count,
         };
@@ -263,8 +300,8 @@ impl Shards {
     }
 
     /// The batch's mean loss from every shard's rows in batch order, as one pass over the batch
-    /// sums them; with `backward` and more than one shard the batch's gradient: the linear layers'
-    /// weights' over every shard's rows at once, the rest the shards' in order.
+    /// sums them; with `backward` and more than one shard the batch's gradient: the shards' in
+    /// order, with `whole_weights` the linear layers' weights' over every shard's rows at once.
     pub fn combine(&mut self, model: &Model<f32>, backward: bool) -> f32 {
         let (mut total, mut scored) = (0.0f32, 0);
         for p in &self.parts {
@@ -274,12 +311,12 @@ impl Shards {
         if let (Some(sum), true) = (self.sum.as_mut(), backward) {
             let parts = &self.parts;
             for r in &self.summed {
-                let out = &mut sum.data[r.clone()];
-                out.copy_from_slice(&parts[0].grads.data[r.clone()]);
-                parts[1..].iter().for_each(|p| add(out, &p.grads.data[r.clone()]));
+                sum_into(self.threads, &mut sum.data[r.clone()], r.start, parts);
             }
-            let passes = parts.iter().map(|p| p.grads.rows(&p.cache));
-            model.weight_grads(passes, &mut sum.data, &mut self.rows, self.threads);
+            if self.whole_weights {
+                let passes = parts.iter().map(|p| p.grads.rows(&p.cache));
+                model.weight_grads(passes, &mut sum.data, &mut self.rows, self.threads);
+            }
             squares_by_block(self.threads, &sum.data, &mut self.squares);
         }
         loss::mean(total, scored)
@@ -322,13 +359,12 @@ impl Shards {
     }
 }
 
-/// A shard's backward pass: the whole of it when the shard is the batch; else all but the linear
-/// layers' weights' gradients (`combine` takes those over every shard's rows), for the batch's
-/// mean loss over `scored` targets.
-fn backward_of(model: &Model<f32>, p: &mut Part, scored: usize, alone: bool) {
-    match alone {
-        true => model.backward(&p.cache, &mut p.grads),
-        false => model.backward_rows(&p.cache, &p.cache.targets, scored, &mut p.grads),
+/// A shard's backward pass for its batch's mean loss over `scored` targets; with `whole_weights`
+/// all but the linear layers' weights' gradients (`combine` takes those over every shard's rows).
+fn backward_of(model: &Model<f32>, p: &mut Part, scored: usize, whole_weights: bool) {
+    match whole_weights {
+        true => model.backward_rows(&p.cache, &p.cache.targets, scored, &mut p.grads),
+        false => model.backward_scored(&p.cache, &p.cache.targets, scored, &mut p.grads),
     }
 }
 
@@ -342,10 +378,17 @@ mod tests {
     /// numbers of tokens, and the same bits on any number of threads.
     #[test]
     fn shards_give_the_whole_batch_gradient_on_any_thread_count() {
+        // Many tokens a weight: each shard's gradient, summed. A wide model reading 15 tokens: the
+        // weights' gradients over all the shards' rows at once, a layer of 320 outputs in two pieces.
         let cfg =
             ModelConfig { vocab: 11, d_model: 16, heads: 2, layers: 2, d_ff: 32, context: 6, ..ModelConfig::default() };
+        against_the_whole_batch(cfg.clone(), 7, false);
+        against_the_whole_batch(ModelConfig { d_model: 64, d_ff: 320, context: 3, ..cfg }, 5, true);
+    }
+
+    fn against_the_whole_batch(cfg: ModelConfig, b: usize, whole_weights: bool) {
         let model = Model::<f32>::new(cfg.clone()).unwrap();
-        let (b, t) = (7, 6);
+        let t = cfg.context;
         let tokens: Vec<u32> = (0..b * t).map(|i| (i * 7 % 11) as u32).collect();
         // Scored tokens differ from sequence to sequence: 0 in the first, all in the last.
         let targets: Vec<u32> =
@@ -356,6 +399,7 @@ mod tests {
         let mut runs = vec![];
         for threads in [1, 2, 3] {
             let mut shards = Shards::new(&model, b, SHARDS);
+            assert_eq!(shards.whole_weights, whole_weights);
             shards.set_threads(threads);
             let l = shards.forward_backward(&model, &tokens, &targets).unwrap();
             // The norm summed block by block beside the shards is the whole gradient's, to the bit.
@@ -367,7 +411,8 @@ mod tests {
         let err = g.iter().zip(&whole.data).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
         let scale = whole.data.iter().map(|x| x.abs()).fold(0.0f32, f32::max);
         eprintln!(
-            "4 shards against the whole batch: loss {l} vs {loss}, largest gradient gap {err:e} (largest {scale})"
+            "4 shards against the whole batch (whole weights: {whole_weights}): loss {l} vs {loss}, largest \
+             gradient gap {err:e} (largest {scale})"
         );
         // Each row's probabilities do not depend on the rows beside it, so the loss is the same bits.
         assert!(l.to_bits() == loss.to_bits() && err < 1e-5 * scale);
