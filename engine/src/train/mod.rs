@@ -95,12 +95,13 @@ impl Trainer {
 
     /// Whether `begin_step` gives shards to another worker: when there are two or more (K-FAC and
     /// CG-FAC take one, as does a batch of one) and the step is big enough (`remote::MIN_FLOPS`)
-    /// for the weights it sends (`remote::MIN_FLOPS_PER_PARAM`).
+    /// for the weights it sends and the gradient it takes back (`remote::MIN_FLOPS_PER_PARAM`;
+    /// none with the whole batch's weight gradients).
     pub fn splits(&self) -> bool {
         let flops = crate::memory::step_flops(&self.cfg);
         self.shards.count() >= 2
             && flops >= remote::MIN_FLOPS
-            && flops >= remote::MIN_FLOPS_PER_PARAM * self.model.num_params() as f64
+            && (self.shards.whole_weights || flops >= remote::MIN_FLOPS_PER_PARAM * self.model.num_params() as f64)
     }
 
     fn begin(&mut self, own: usize) {

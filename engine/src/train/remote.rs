@@ -26,11 +26,15 @@ use crate::train::{StepReport, Trainer};
 pub const MIN_FLOPS: f64 = 30e6;
 
 /// Steps with fewer FLOPs than this per parameter (about 6 per parameter per token) stay in one
-/// worker too: each step sends the weights and takes a gradient back, copies that grow with the
-/// parameters while the work saved grows with the tokens. Measured in headless Chromium on 2 cores,
-/// one worker against two: d1024 L1 T16 B2 (190 a parameter) 180-237 against 221-233 ms, d512 L1
-/// T16 B4 (390) 86 against 87, d1024 L1 T16 B8 (770) 538 against 539; d512 L1 T32 B4 (780) 138
-/// -> 112 and d256 L2 T32 B4 (790) 63 -> 53.
+/// worker too, unless their weights' gradients are taken over the whole batch's rows
+/// (`Shards::whole_weights`): such a step sends the weights and takes a gradient back, copies that
+/// grow with the parameters while the work saved grows with the tokens. Measured in headless
+/// Chromium on 2 cores, one worker against two, each shard's gradient summed: d1024 L1 T16 B2 (190
+/// a parameter) 180-237 against 221-233 ms, d512 L1 T16 B4 (390) 86 against 87, d1024 L1 T16 B8
+/// (770) 538 against 539; d512 L1 T32 B4 (780) 138 -> 112 and d256 L2 T32 B4 (790) 63 -> 53. With
+/// the whole batch's weight gradients the other worker sends back its rows, not a gradient, and the
+/// split pays at fewer FLOPs a parameter (2026-12-07, two rounds): d1024 T16 B4 (380) 199-207 ms in
+/// one worker, 152-171 in two; d512 T16 B4 45-50, 39-42; d1024 T16 B2 95-110 and 100-102.
 pub const MIN_FLOPS_PER_PARAM: f64 = 400.0;
 
 /// What another worker needs for shards `parts` of a step: the model, the weights and the batch.
@@ -291,13 +295,22 @@ mod tests {
         assert!(crate::memory::step_flops(&cfg) < MIN_FLOPS);
         let mut small = Trainer::new(cfg).unwrap();
         assert!(!small.splits() && small.begin_step(true).is_none());
-        // A wide model reading few tokens: the weights cost more to send than half the step saves.
+        // Each shard's gradient summed, under 400 FLOPs a parameter: the weights and the gradient cost
+        // more to send than half the step saves.
+        let mut cfg = config(OptimizerConfig::adam());
+        cfg.model = ModelConfig { d_model: 64, heads: 4, layers: 2, d_ff: 256, context: 16, ..cfg.model };
+        cfg.batch = 4;
+        let (flops, few) = (crate::memory::step_flops(&cfg), Trainer::new(cfg.clone()).unwrap());
+        assert!(!few.shards.whole_weights && flops >= MIN_FLOPS, "{flops}");
+        assert!(flops < MIN_FLOPS_PER_PARAM * few.model().num_params() as f64 && !few.splits());
+        cfg.model.context = 64;
+        assert!(Trainer::new(cfg).unwrap().splits(), "the same model reading 4 times as many tokens");
+        // A wide model reading as few tokens takes its weights' gradients over the whole batch: the
+        // other worker sends back rows, not a gradient, and the split pays.
         let mut cfg = config(OptimizerConfig::adam());
         cfg.model = ModelConfig { d_model: 256, heads: 4, layers: 1, d_ff: 1024, context: 8, ..cfg.model };
         cfg.batch = 4;
         let wide = Trainer::new(cfg.clone()).unwrap();
-        assert!(crate::memory::step_flops(&cfg) >= MIN_FLOPS && !wide.splits());
-        cfg.model.context = 64;
-        assert!(Trainer::new(cfg).unwrap().splits(), "the same model reading 8 times as many tokens");
+        assert!(wide.shards.whole_weights && wide.splits());
     }
 }
