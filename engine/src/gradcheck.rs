@@ -138,6 +138,17 @@ mod tests {
         }
     }
 
+    /// A head tied to the token embedding: its weight's gradient is the head's product added to the
+    /// embedding's rows.
+    #[test]
+    fn a_tied_head_matches_finite_differences() {
+        let small = small_config(Activation::Gelu, true);
+        let cfg = ModelConfig { arch: crate::config::Arch { tied_head: true, ..small.arch.clone() }, ..small };
+        let report = check(cfg, 2).unwrap();
+        assert!(!report.tensors.iter().any(|t| t.name.starts_with("head.weight")), "the head has no weight of its own");
+        assert!(report.max_rel_err < TOLERANCE, "{:?}", report.tensors);
+    }
+
     #[test]
     fn a_gradient_wrong_by_a_tenth_of_a_percent_fails_the_check() {
         let cfg = small_config(Activation::Gelu, true);

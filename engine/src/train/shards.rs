@@ -383,7 +383,11 @@ mod tests {
         let cfg =
             ModelConfig { vocab: 11, d_model: 16, heads: 2, layers: 2, d_ff: 32, context: 6, ..ModelConfig::default() };
         against_the_whole_batch(cfg.clone(), 7, false);
-        against_the_whole_batch(ModelConfig { d_model: 64, d_ff: 320, context: 3, ..cfg }, 5, true);
+        let wide = ModelConfig { d_model: 64, d_ff: 320, context: 3, ..cfg };
+        against_the_whole_batch(wide.clone(), 5, true);
+        // A head tied to the token embedding adds its product to the shards' summed embedding rows.
+        let tied = crate::config::Arch { tied_head: true, ..wide.arch.clone() };
+        against_the_whole_batch(ModelConfig { arch: tied, ..wide }, 5, true);
     }
 
     fn against_the_whole_batch(cfg: ModelConfig, b: usize, whole_weights: bool) {
