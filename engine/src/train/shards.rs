@@ -168,7 +168,8 @@ impl Shards {
         let sum = (count > 1).then(|| Grads::new(model, 0));
         let squares = vec![0.0; sum.as_ref().map_or(0, |s| s.data.len().div_ceil(clip::BLOCK))];
         let l = &model.layout;
-        let whole_weights = count > 1 && batch * model.cfg.context * model.weight_row_width() <= l.total;
+        let rows = (batch * model.cfg.context).saturating_mul(model.weight_row_width());
+        let whole_weights = count > 1 && rows <= l.total;
         let weights: Vec<usize> = match whole_weights {
             true => crate::model::linears::ids(l).map(|id| id.weight(l)).filter(|&w| w != l.wte).collect(),
             false => Vec::new(),
