@@ -12,29 +12,31 @@ import {
   ARTIFACTS, LAB_BIN, launch, phase, stepOf, textOf, open, waitPhase, labTrain, rel,
 } from './helpers.mjs';
 
-/** The writing panel's latest sample: its step, text, and each written character's p and candidates. */
-const writingOf = (page) =>
-  page.evaluate(() => {
-    const el = document.getElementById('writing-sample');
-    const parse = (s) => (s ? s.split('|').map((x) => { const i = x.lastIndexOf(':'); return [x.slice(0, i), Number(x.slice(i + 1))]; }) : []);
-    return {
-      step: el?.dataset.step === undefined ? null : Number(el.dataset.step),
-      text: el?.dataset.text ?? null,
-      tokens: [...(el?.querySelectorAll('.tok') ?? [])].map((s) => ({ p: Number(s.dataset.p), top: parse(s.dataset.top), title: s.title })),
-      history: document.querySelectorAll('#writing-history li').length,
-      predictions: [...document.querySelectorAll('#next-char .pred')].map((s) => ({ p: Number(s.dataset.p), top: parse(s.dataset.top) })),
-    };
-  });
+/** The writing panel's latest sample (its step, text, and each written character's p and
+ * candidates) once its step is at least `least`, else null: runs in the page, so a wait on it reads
+ * the sample in the same turn as the check (a fast run writes its next sample within tens of ms). */
+const sampleFrom = (least) => {
+  const el = document.getElementById('writing-sample');
+  const parse = (s) => (s ? s.split('|').map((x) => { const i = x.lastIndexOf(':'); return [x.slice(0, i), Number(x.slice(i + 1))]; }) : []);
+  const w = {
+    step: el?.dataset.step === undefined ? null : Number(el.dataset.step),
+    text: el?.dataset.text ?? null,
+    tokens: [...(el?.querySelectorAll('.tok') ?? [])].map((s) => ({ p: Number(s.dataset.p), top: parse(s.dataset.top), title: s.title })),
+    history: document.querySelectorAll('#writing-history li').length,
+    predictions: [...document.querySelectorAll('#next-char .pred')].map((s) => ({ p: Number(s.dataset.p), top: parse(s.dataset.top) })),
+  };
+  return w.step !== null && w.step >= least ? w : null;
+};
+
+const writingAt = async (page, least, timeout) => (await page.waitForFunction(sampleFrom, least, { timeout, polling: 5 })).jsonValue();
 
 test('the model writes: a sample at each evaluation, candidates on hover, baselines on the loss chart', { timeout: 240_000 }, async (t) => {
   const { page, problems } = await launch(t, { viewport: { width: 1280, height: 800 } });
   await open(page, '');
   await page.selectOption('#pace', '0');
   await page.click('#start');
-  await page.waitForFunction(() => document.getElementById('writing-sample')?.dataset.step === '0', null, { timeout: 60_000 });
-  const first = await writingOf(page);
-  await page.waitForFunction(() => Number(document.getElementById('writing-sample')?.dataset.step) >= 100, null, { timeout: 120_000 });
-  const later = await writingOf(page);
+  const first = await writingAt(page, 0, 60_000);
+  const later = await writingAt(page, 100, 120_000);
   assert.equal(first.step, 0);
   assert.notEqual(later.text, first.text, 'the text changes as the model learns');
   assert.equal(later.tokens.length, [...later.text].length, 'one shaded span per written character');

@@ -1,6 +1,7 @@
 //! SGD's and Adam's updates are one value at a time, so a large tensor may be cut into one piece a
 //! thread without changing a bit (natively: wasm32 has no threads). A wide model's update moves
-//! 20-28 bytes a parameter, which one core alone does not stream at the memory's pace.
+//! 20-28 bytes a parameter: cut over two cores, a d1024 SGD step of two sequences went from 19.7
+//! to 17.3-17.9 ms (Adam's, nearer the memory's pace already, 20.3 to 19.2-19.8).
 
 /// Values below which a tensor is updated whole (a thread's start costs more than it would do).
 const MIN_PIECE: usize = 1 << 16;
