@@ -1,29 +1,23 @@
-//! PyTorch's `pytorch_model.bin`, read without running anything. `torch.save` writes a zip:
-//! `<name>/data.pkl`, a pickle of the state dict, and `<name>/data/<key>`, each storage's raw
-//! bytes. A pickle is a program (its REDUCE calls any function it names), so it is not unpickled:
-//! a small interpreter runs only the opcodes a saved state dict uses and knows only its globals
-//! (`collections.OrderedDict`, `torch._utils._rebuild_tensor_v2`, `_rebuild_parameter`, the typed
-//! storages); anything else is refused by name. The tensors come out as safetensors bytes, which
-//! the families read as they read `model.safetensors`.
-
-use std::io::{Cursor, Read};
+//! The state dict's pickle, run by a small interpreter that knows only the opcodes and globals a
+//! saved state dict uses (`torch_bin`), within limits checked before anything is allocated.
 
 use safetensors::Dtype;
 
-use crate::error::{Error, Result};
+use super::refuse;
+use crate::error::Result;
 
-fn refuse<T>(why: impl std::fmt::Display) -> Result<T> {
-    Err(Error::Checkpoint(format!("pytorch_model.bin: {why}")))
-}
-
-/// Whether `bytes` start as a zip archive (what `torch.save` writes since PyTorch 1.6).
-pub fn is_zip(bytes: &[u8]) -> bool {
-    bytes.starts_with(b"PK\x03\x04")
-}
+/// Levels of nesting a value may have: a state dict's deepest is a storage's persistent id inside a
+/// tensor's arguments inside the dict.
+pub(super) const MAX_DEPTH: usize = 32;
+/// Bytes the pickle's values may take per byte of the pickle, beyond [`VALUE_BYTES_FLOOR`]: a state
+/// dict's take a few dozen (each opcode makes a value of 48 bytes at most, and memoised tuples are
+/// copied once).
+pub(super) const VALUE_BYTES_PER_BYTE: usize = 256;
+const VALUE_BYTES_FLOOR: usize = 16 << 20;
 
 /// The functions and classes a state dict's pickle may name.
 #[derive(Clone, Copy, Debug, PartialEq)]
-enum Global {
+pub(super) enum Global {
     OrderedDict,
     RebuildTensor,
     RebuildParameter,
@@ -57,16 +51,16 @@ impl Global {
 
 /// A tensor as the pickle describes it: a view into a storage.
 #[derive(Clone, Debug, PartialEq)]
-struct View {
-    dtype: Dtype,
-    key: String,
-    offset: usize,
-    shape: Vec<usize>,
-    stride: Vec<usize>,
+pub(super) struct View {
+    pub(super) dtype: Dtype,
+    pub(super) key: String,
+    pub(super) offset: usize,
+    pub(super) shape: Vec<usize>,
+    pub(super) stride: Vec<usize>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
-enum Value {
+pub(super) enum Value {
     None,
     Bool(bool),
     Int(i64),
@@ -82,17 +76,54 @@ enum Value {
 }
 
 impl Value {
+    /// The bytes this value takes (about), refused past [`MAX_DEPTH`] levels of nesting below
+    /// `depth`. Every value on the pickle's stack is at most that deep, so this never recurses
+    /// further.
+    fn weigh(&self, depth: usize) -> Result<usize> {
+        if depth > MAX_DEPTH {
+            return refuse(format!("its pickle nests values more than {MAX_DEPTH} deep, as no state dict does"));
+        }
+        let node = std::mem::size_of::<Value>();
+        let items = |v: &[Value]| v.iter().try_fold(node, |a, x| Ok(a + x.weigh(depth + 1)?));
+        match self {
+            Value::Str(s) | Value::Storage(_, s) => Ok(node + s.len()),
+            Value::Tuple(v) | Value::List(v) => items(v),
+            Value::Dict(d) => d.iter().try_fold(node, |a, (k, v)| Ok(a + k.weigh(depth + 1)? + v.weigh(depth + 1)?)),
+            Value::Tensor(t) => Ok(node + t.key.len() + 8 * (t.shape.len() + t.stride.len())),
+            _ => Ok(node),
+        }
+    }
+
+    /// A short description for messages: its kind, never its (possibly huge) contents.
+    fn kind(&self) -> String {
+        match self {
+            Value::None => "None".into(),
+            Value::Bool(b) => format!("{b}"),
+            Value::Int(i) => format!("{i}"),
+            Value::Float(x) => format!("{x}"),
+            Value::Str(s) if s.len() <= 40 => format!("{s:?}"),
+            Value::Str(s) => format!("a string of {} bytes", s.len()),
+            Value::Tuple(v) => format!("a tuple of {}", v.len()),
+            Value::List(v) => format!("a list of {}", v.len()),
+            Value::Dict(d) => format!("a dict of {}", d.len()),
+            Value::Global(g) => format!("{g:?}"),
+            Value::Storage(d, k) => format!("storage {k} ({d:?})"),
+            Value::Tensor(t) => format!("a tensor of shape {:?}", t.shape),
+            Value::Mark => "a MARK".into(),
+        }
+    }
+
     fn usize(&self, what: &str) -> Result<usize> {
         match self {
             Value::Int(i) if *i >= 0 => Ok(*i as usize),
-            other => refuse(format!("{what} should be a count, not {other:?}")),
+            other => refuse(format!("{what} should be a count, not {}", other.kind())),
         }
     }
 
     fn usizes(&self, what: &str) -> Result<Vec<usize>> {
         match self {
             Value::Tuple(v) => v.iter().map(|x| x.usize(what)).collect(),
-            other => refuse(format!("{what} should be a tuple of counts, not {other:?}")),
+            other => refuse(format!("{what} should be a tuple of counts, not {}", other.kind())),
         }
     }
 }
@@ -134,22 +165,50 @@ impl<'a> Ops<'a> {
     }
 }
 
-/// Runs the pickle with the opcodes protocols 2 to 4 write for a state dict; returns the object.
-fn unpickle(bytes: &[u8]) -> Result<Value> {
+/// The bytes the pickle's values may still take: every copy of a memoised value is counted.
+struct Budget(usize);
+
+impl Budget {
+    fn spend(&mut self, v: &Value) -> Result<()> {
+        match self.0.checked_sub(v.weigh(0)?) {
+            Some(left) => Ok(self.0 = left),
+            None => refuse(
+                "its pickle's values would take more than 256 times its own size (a value memoised once and \
+                 repeated): not a saved state dict",
+            ),
+        }
+    }
+}
+
+/// Items about to go into a container: each must leave it within [`MAX_DEPTH`].
+fn nest(items: &[Value]) -> Result<()> {
+    items.iter().try_for_each(|v| v.weigh(1).map(drop))
+}
+
+/// Runs the pickle with the opcodes protocols 2 to 5 write for a state dict; returns the object.
+pub(super) fn unpickle(bytes: &[u8]) -> Result<Value> {
     let mut ops = Ops { bytes, at: 0 };
     let mut stack: Vec<Value> = Vec::new();
     let mut memo: std::collections::HashMap<usize, Value> = std::collections::HashMap::new();
+    let mut budget = Budget(VALUE_BYTES_FLOOR.saturating_add(bytes.len().saturating_mul(VALUE_BYTES_PER_BYTE)));
     let pop = |stack: &mut Vec<Value>| stack.pop().map_or_else(|| refuse("its pickle pops an empty stack"), Ok);
     let to_mark = |stack: &mut Vec<Value>| -> Result<Vec<Value>> {
         let Some(m) = stack.iter().rposition(|v| *v == Value::Mark) else { return refuse("its pickle has no MARK") };
         let items = stack.split_off(m + 1);
         stack.pop();
+        nest(&items)?;
         Ok(items)
     };
     loop {
         let op = ops.u8()?;
         match op {
-            0x80 => drop(ops.u8()?),    // PROTO
+            0x80 => {
+                // PROTO: torch.save writes 2; Python's pickle knows up to 5.
+                let p = ops.u8()?;
+                if p > 5 {
+                    return refuse(format!("its pickle is of protocol {p}; there are 0 to 5"));
+                }
+            }
             0x95 => drop(ops.take(8)?), // FRAME
             b'.' => return pop(&mut stack),
             b'(' => stack.push(Value::Mark),
@@ -200,6 +259,7 @@ fn unpickle(bytes: &[u8]) -> Result<Value> {
                     return refuse("its pickle makes a tuple of an empty stack");
                 }
                 let items = stack.split_off(stack.len() - n);
+                nest(&items)?;
                 stack.push(Value::Tuple(items))
             }
             b't' => {
@@ -210,6 +270,7 @@ fn unpickle(bytes: &[u8]) -> Result<Value> {
             b'}' => stack.push(Value::Dict(vec![])),
             b'a' | b'e' => {
                 let items = if op == b'a' { vec![pop(&mut stack)?] } else { to_mark(&mut stack)? };
+                nest(&items)?;
                 match stack.last_mut() {
                     Some(Value::List(l)) => l.extend(items),
                     _ => return refuse("its pickle appends to something that is not a list"),
@@ -222,6 +283,7 @@ fn unpickle(bytes: &[u8]) -> Result<Value> {
                 } else {
                     to_mark(&mut stack)?
                 };
+                nest(&items)?;
                 if items.len() % 2 != 0 {
                     return refuse("its pickle sets a key without a value");
                 }
@@ -233,12 +295,21 @@ fn unpickle(bytes: &[u8]) -> Result<Value> {
                     d.push((k, v));
                 }
             }
-            b'q' => drop(memo.insert(ops.u8()? as usize, stack.last().cloned().unwrap_or(Value::None))),
-            b'r' => drop(memo.insert(ops.u32()?, stack.last().cloned().unwrap_or(Value::None))),
-            0x94 => drop(memo.insert(memo.len(), stack.last().cloned().unwrap_or(Value::None))),
+            b'q' | b'r' | 0x94 => {
+                let i = match op {
+                    b'q' => ops.u8()? as usize,
+                    b'r' => ops.u32()?,
+                    _ => memo.len(),
+                };
+                // PUT: the top of the stack, copied (and counted).
+                let v = stack.last().unwrap_or(&Value::None);
+                budget.spend(v)?;
+                memo.insert(i, v.clone());
+            }
             b'h' | b'j' => {
                 let i = if op == b'h' { ops.u8()? as usize } else { ops.u32()? };
                 let Some(v) = memo.get(&i) else { return refuse(format!("its pickle reads memo {i}, never written")) };
+                budget.spend(v)?;
                 stack.push(v.clone())
             }
             b'c' => {
@@ -258,15 +329,19 @@ fn unpickle(bytes: &[u8]) -> Result<Value> {
                         {
                             stack.push(Value::Storage(*d, key.clone()))
                         }
-                        other => return refuse(format!("its pickle names a persistent object {other:?}")),
+                        other => {
+                            return refuse(format!("its pickle names a persistent object of {} parts", other.len()))
+                        }
                     },
-                    other => return refuse(format!("its pickle names a persistent object {other:?}")),
+                    other => return refuse(format!("its pickle names a persistent object {}", other.kind())),
                 }
             }
             b'R' => {
                 let args = pop(&mut stack)?;
                 let f = pop(&mut stack)?;
-                stack.push(call(f, args)?)
+                let out = call(f, args)?;
+                nest(std::slice::from_ref(&out))?;
+                stack.push(out)
             }
             b'b' => {
                 // The state of an OrderedDict (a state dict's `_metadata`): kept out.
@@ -295,103 +370,15 @@ fn call(f: Value, args: Value) -> Result<Value> {
             }))
         }
         (Value::Global(Global::RebuildParameter), [t @ Value::Tensor(_), ..]) => Ok(t.clone()),
-        (f, args) => refuse(format!("its pickle calls {f:?} on {} arguments, not as a state dict does", args.len())),
-    }
-}
-
-fn size_of(d: Dtype) -> usize {
-    match d {
-        Dtype::F64 | Dtype::I64 => 8,
-        Dtype::F32 | Dtype::I32 => 4,
-        Dtype::F16 | Dtype::BF16 | Dtype::I16 => 2,
-        _ => 1,
-    }
-}
-
-/// The view's elements from its storage's bytes, contiguous (row-major), or why they cannot be.
-fn gather(v: &View, storage: &[u8]) -> Result<Vec<u8>> {
-    let size = size_of(v.dtype);
-    let numel = v.shape.iter().try_fold(1usize, |a, &s| a.checked_mul(s));
-    let Some(numel) = numel.filter(|_| v.shape.len() == v.stride.len()) else {
-        return refuse(format!("a tensor of shape {:?} and stride {:?}", v.shape, v.stride));
-    };
-    if numel == 0 {
-        return Ok(Vec::new());
-    }
-    // The farthest element the view reaches must lie in its storage.
-    let last = v.shape.iter().zip(&v.stride).try_fold(v.offset, |a, (&s, &st)| a.checked_add((s - 1).checked_mul(st)?));
-    if last.is_none_or(|l| l.checked_add(1).and_then(|n| n.checked_mul(size)).is_none_or(|end| end > storage.len())) {
-        return refuse(format!("tensor storage {} is too short for a view of shape {:?}", v.key, v.shape));
-    }
-    let mut out = Vec::with_capacity(numel * size);
-    let mut index = vec![0usize; v.shape.len()];
-    for _ in 0..numel {
-        let at = v.offset + index.iter().zip(&v.stride).map(|(i, s)| i * s).sum::<usize>();
-        out.extend_from_slice(&storage[at * size..(at + 1) * size]);
-        for d in (0..index.len()).rev() {
-            index[d] += 1;
-            if index[d] < v.shape[d] {
-                break;
-            }
-            index[d] = 0;
+        (f, args) => {
+            refuse(format!("its pickle calls {} on {} arguments, not as a state dict does", f.kind(), args.len()))
         }
     }
-    Ok(out)
-}
-
-/// The state dict in `bytes` (torch.save's zip) as safetensors bytes, every tensor contiguous.
-pub fn to_safetensors(bytes: &[u8]) -> Result<Vec<u8>> {
-    let mut zip = zip::ZipArchive::new(Cursor::new(bytes)).or_else(|e| refuse(format!("not a readable zip ({e})")))?;
-    let pickle_name = zip.file_names().filter_map(|n| n.ok()).find(|n| n.ends_with("data.pkl")).map(|n| n.into_owned());
-    let Some(pickle_name) = pickle_name else { return refuse("no data.pkl inside: not written by torch.save") };
-    let prefix = pickle_name.trim_end_matches("data.pkl").to_string();
-    let mut read = |name: &str| -> Result<Vec<u8>> {
-        let mut f = zip.by_name(name).or_else(|e| refuse(format!("{name}: {e}")))?;
-        let mut out = Vec::with_capacity(f.size() as usize);
-        f.read_to_end(&mut out).or_else(|e| refuse(format!("{name}: {e}")))?;
-        Ok(out)
-    };
-    if let Ok(order) = read(&format!("{prefix}byteorder")) {
-        if order != b"little" {
-            return refuse("its tensors are big-endian");
-        }
-    }
-    let Value::Dict(items) = unpickle(&read(&pickle_name)?)? else {
-        return refuse("its pickle holds no state dict (a dict of tensors)");
-    };
-    let mut tensors = Vec::with_capacity(items.len());
-    let mut storages: std::collections::HashMap<String, Vec<u8>> = std::collections::HashMap::new();
-    for (k, v) in items {
-        let (Value::Str(name), Value::Tensor(view)) = (k, v) else {
-            return refuse("its state dict holds something other than named tensors");
-        };
-        if !storages.contains_key(&view.key) {
-            let data = read(&format!("{prefix}data/{}", view.key))?;
-            storages.insert(view.key.clone(), data);
-        }
-        let data = gather(&view, &storages[&view.key])?;
-        tensors.push((name, view.dtype, view.shape, data));
-    }
-    let views = tensors
-        .iter()
-        .map(|(n, d, s, b)| safetensors::tensor::TensorView::new(*d, s.clone(), b).map(|v| (n.as_str(), v)))
-        .collect::<std::result::Result<Vec<_>, _>>()
-        .or_else(|e| refuse(format!("a tensor does not fit its shape ({e})")))?;
-    safetensors::serialize(views, None).or_else(|e| refuse(format!("could not be rewritten as safetensors ({e})")))
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
-
-    #[test]
-    fn views_gather_in_row_major_order() {
-        // A 2x3 storage of bytes read through its transpose (shape 3x2, stride 1x3), from offset 0.
-        let v = View { dtype: Dtype::U8, key: "0".into(), offset: 0, shape: vec![3, 2], stride: vec![1, 3] };
-        assert_eq!(gather(&v, &[0, 1, 2, 3, 4, 5]).unwrap(), vec![0, 3, 1, 4, 2, 5]);
-        let past = View { offset: 1, ..v.clone() };
-        assert!(gather(&past, &[0, 1, 2, 3, 4, 5]).is_err(), "a view past its storage's end");
-    }
 
     #[test]
     fn a_pickle_that_names_anything_else_is_refused_by_name() {
@@ -403,5 +390,67 @@ mod tests {
         assert!(unpickle(b"\x80\x02}q\x00}b.").is_ok());
         let e = unpickle(b"\x80\x02i__builtin__\nobject\n.").unwrap_err().to_string();
         assert!(e.contains("opcode 0x69"), "{e}");
+    }
+
+    /// BINUNICODE `s`.
+    fn text(s: &str) -> Vec<u8> {
+        [&[b'X'][..], &(s.len() as u32).to_le_bytes(), s.as_bytes()].concat()
+    }
+
+    /// A state dict's pickle of float tensors of one element, `(name, storage key)` each, as
+    /// torch.save writes it (protocol 2).
+    pub(in crate::pretrained::torch_bin) fn state_dict(tensors: &[(&str, &str)]) -> Vec<u8> {
+        let mut p = b"\x80\x02ccollections\nOrderedDict\n)R(".to_vec();
+        for (name, key) in tensors {
+            p.extend(text(name));
+            p.extend(b"ctorch._utils\n_rebuild_tensor_v2\n(");
+            p.extend(b"(");
+            p.extend(text("storage"));
+            p.extend(b"ctorch\nFloatStorage\n");
+            p.extend(text(key));
+            p.extend(text("cpu"));
+            p.extend(b"K\x01tQK\x00K\x01\x85K\x01\x85\x89}tR");
+        }
+        p.extend(b"u.");
+        p
+    }
+
+    #[test]
+    fn a_memoised_value_repeated_past_the_budget_is_refused_before_it_is_copied() {
+        // A string of 64 kB memoised, then read back a million times into one tuple: 64 GB.
+        let mut p = b"\x80\x02".to_vec();
+        p.extend(text(&"x".repeat(1 << 16)));
+        p.extend(b"q\x00(");
+        for _ in 0..1_000_000 {
+            p.extend(b"h\x00");
+        }
+        p.extend(b"t.");
+        let e = unpickle(&p).unwrap_err().to_string();
+        assert!(e.contains("would take more than 256 times its own size"), "{e}");
+    }
+
+    #[test]
+    fn values_nested_a_million_deep_are_refused_without_overflowing_the_stack() {
+        for (open, close) in [(&b"("[..], &b"t"[..]), (b"]", b"a"), (b"(", b"l")] {
+            let mut p = b"\x80\x02".to_vec();
+            if close == b"a" {
+                // Lists appended into the list below them.
+                p.extend(b"]".repeat(1_000_000));
+                p.extend(b"a".repeat(999_999));
+            } else {
+                p.extend(open.repeat(1_000_000));
+                p.extend(b"N".to_vec());
+                p.extend(close.repeat(1_000_000));
+            }
+            p.push(b'.');
+            let e = unpickle(&p).unwrap_err().to_string();
+            assert!(e.contains("nests values more than 32 deep") || e.contains("opcode 0x6c"), "{e}");
+        }
+    }
+
+    #[test]
+    fn a_protocol_no_python_writes_is_refused() {
+        let e = unpickle(b"\x80\xff}.").unwrap_err().to_string();
+        assert!(e.contains("protocol 255"), "{e}");
     }
 }
