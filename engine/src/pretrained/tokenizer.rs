@@ -64,8 +64,13 @@ impl Tokenizer {
             }
             TokenizerFiles::VocabMerges { vocab, merges } => std::borrow::Cow::Owned(gpt2_json(vocab, merges)?),
         };
-        let t = tokenizers::Tokenizer::from_bytes(&json)
+        check_json(&json)?;
+        let mut t = tokenizers::Tokenizer::from_bytes(&json)
             .map_err(|e| Error::Data(format!("tokenizer.json could not be read: {e}")))?;
+        // transformers reads a text whole and unpadded unless asked otherwise, whatever the file
+        // says (a saved `truncation` of 3 tokens would read a page as its first 3).
+        t.with_truncation(None).map_err(|e| Error::Data(format!("tokenizer.json could not be read: {e}")))?;
+        t.with_padding(None);
         // GPT-2, Pythia and Qwen2 start a text of their own after <|endoftext|>, Llama after <s>.
         let start = [END_OF_TEXT_TOKEN, "<s>", "<|begin_of_text|>"].iter().find_map(|s| t.token_to_id(s)).unwrap_or(0);
         Ok(Tokenizer { inner: Inner::Hf(Box::new(t)), start, wrap: false })
@@ -157,6 +162,44 @@ impl Codec for Tokenizer {
     }
 }
 
+/// Refuses, in words, what `tokenizers` would panic on rather than refuse: a SentencePiece
+/// character map (`Precompiled`, which none of the families the lab opens uses; random bytes in one
+/// abort the reader), and a post-processor template whose special token is not among its own.
+fn check_json(json: &[u8]) -> Result<()> {
+    let Ok(v) = serde_json::from_slice::<serde_json::Value>(json) else { return Ok(()) };
+    // A part and the parts a Sequence holds.
+    fn parts<'a>(v: &'a serde_json::Value, list: &str, out: &mut Vec<&'a serde_json::Value>) {
+        out.push(v);
+        for p in v.get(list).and_then(|l| l.as_array()).into_iter().flatten() {
+            parts(p, list, out);
+        }
+    }
+    let (mut normalizers, mut processors) = (Vec::new(), Vec::new());
+    parts(&v["normalizer"], "normalizers", &mut normalizers);
+    parts(&v["post_processor"], "processors", &mut processors);
+    if normalizers.iter().any(|n| n["type"] == "Precompiled") {
+        return Err(Error::Data(
+            "tokenizer.json normalizes with a SentencePiece character map (Precompiled), which no family this lab \
+             opens uses"
+                .into(),
+        ));
+    }
+    for p in processors.iter().filter(|p| p["type"] == "TemplateProcessing") {
+        let known = &p["special_tokens"];
+        let named = ["single", "pair"].into_iter().flat_map(|t| p[t].as_array().into_iter().flatten());
+        for id in named.filter_map(|piece| piece["SpecialToken"]["id"].as_str()) {
+            let token = &known[id];
+            let ids = token["ids"].as_array().map_or(0, Vec::len);
+            if ids == 0 || token["tokens"].as_array().map_or(0, Vec::len) != ids {
+                return Err(Error::Data(format!(
+                    "tokenizer.json's post-processor puts {id} around the text, but does not say which token it is"
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// GPT-2's `vocab.json` and `merges.txt` as the `tokenizer.json` they stand for: a byte-level BPE
 /// (the same pre-tokenizer and decoder GPT-2's own tokenizer.json names), with `<|endoftext|>`
 /// read as text, as GPT-2's reference encoder reads it.
@@ -238,5 +281,48 @@ mod tests {
         assert!(refuse(TokenizerFiles::Json(b"<html>")).contains("tokenizer.json"));
         assert!(refuse(TokenizerFiles::VocabMerges { vocab: b"[1]", merges: b"" }).contains("vocab.json"));
         assert!(refuse(TokenizerFiles::VocabMerges { vocab: b"{}", merges: &[0xff, 0xfe] }).contains("merges.txt"));
+    }
+
+    /// A word-level tokenizer.json with `extra` fields set over it.
+    fn word_level(extra: serde_json::Value) -> Vec<u8> {
+        let mut json = serde_json::json!({
+            "version": "1.0", "truncation": null, "padding": null, "added_tokens": [], "normalizer": null,
+            "pre_tokenizer": {"type": "Whitespace"}, "post_processor": null, "decoder": null,
+            "model": {"type": "WordLevel", "vocab": {"[PAD]": 0, "[UNK]": 1, "a": 2, "b": 3}, "unk_token": "[UNK]"},
+        });
+        for (k, v) in extra.as_object().unwrap() {
+            json[k] = v.clone();
+        }
+        json.to_string().into_bytes()
+    }
+
+    #[test]
+    fn a_saved_truncation_or_padding_is_not_applied_as_transformers_does_not() {
+        let json = word_level(serde_json::json!({
+            "truncation": {"direction": "Right", "max_length": 3, "strategy": "LongestFirst", "stride": 0},
+            "padding": {"strategy": {"Fixed": 32}, "direction": "Right", "pad_to_multiple_of": null, "pad_id": 0,
+                        "pad_type_id": 0, "pad_token": "[PAD]"},
+        }));
+        let t = Tokenizer::from_files(TokenizerFiles::Json(&json)).unwrap();
+        assert_eq!(t.encode("a b a b a").unwrap(), vec![2, 3, 2, 3, 2]);
+        assert_eq!(t.wrapping().encode("a b a b a").unwrap(), vec![2, 3, 2, 3, 2]);
+    }
+
+    #[test]
+    fn what_the_tokenizers_crate_would_panic_on_is_refused_in_words() {
+        let refuse = |extra| Tokenizer::from_files(TokenizerFiles::Json(&word_level(extra))).unwrap_err().to_string();
+        // Random bytes as a SentencePiece character map, alone and inside a Sequence.
+        let charmap = serde_json::json!({"type": "Precompiled", "precompiled_charsmap": "AAAAAP////8AAAAA"});
+        let e = refuse(serde_json::json!({ "normalizer": charmap }));
+        assert!(e.contains("SentencePiece character map (Precompiled)"), "{e}");
+        let e = refuse(serde_json::json!({"normalizer": {"type": "Sequence", "normalizers": [charmap]}}));
+        assert!(e.contains("Precompiled"), "{e}");
+        // A template that puts [CLS] around the text without saying which token [CLS] is.
+        let template = serde_json::json!({"type": "TemplateProcessing",
+            "single": [{"SpecialToken": {"id": "[CLS]", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}],
+            "pair": [{"Sequence": {"id": "A", "type_id": 0}}, {"Sequence": {"id": "B", "type_id": 1}}],
+            "special_tokens": {}});
+        let e = refuse(serde_json::json!({ "post_processor": template }));
+        assert!(e.contains("puts [CLS] around the text, but does not say which token it is"), "{e}");
     }
 }
