@@ -1,6 +1,7 @@
 // The page's run estimate against page runs "as fast as possible", in headless Chromium: for each
-// size, what the line beside the pace said before the start (`engine::session::duration`) and how
-// long the run took. The rates in `duration.rs` are fitted to this table.
+// size, what the line beside the pace said before the start (`engine::session::duration`: the
+// schedule priced at rates the page measured on this computer) and how long the run took, with the
+// measured rates beside them.
 //
 //   cargo xtask serve &              # the page on http://127.0.0.1:8080/
 //   node bench/page_estimate.mjs [ROUNDS]
@@ -46,16 +47,18 @@ for (let round = 0; round < ROUNDS; round++) {
   for (const size of SIZES) {
     await page.goto(`${URL}#s=${encodeURIComponent(JSON.stringify({ ...size, steps_per_second: 0 }))}`);
     await page.waitForSelector('#start');
-    await page.waitForFunction(() => !/once the engine has loaded/.test(document.getElementById('estimate').textContent));
+    await page.waitForFunction(() => document.getElementById('estimate')?.dataset.rates, null, { timeout: 120_000 });
     const said = (await page.textContent('#estimate')).trim();
+    const rates = JSON.parse(await page.getAttribute('#estimate', 'data-rates'));
     const expected = Number(said.match(/about (\d+(?:\.\d+)?) (s|min)/)?.[1] ?? NaN) * (/about [\d.]+ min/.test(said) ? 60 : 1);
     const t0 = Date.now();
     await page.click('#start');
     await page.waitForFunction(() => document.getElementById('status')?.dataset.phase === 'done', null, { timeout: 900_000, polling: 200 });
     const took = (Date.now() - t0) / 1000;
     const name = `d${size.d_model} L${size.layers} T${size.context} B${size.batch} ${size.steps} steps`;
-    rows.push({ name, expected, took });
-    console.log(`${name.padEnd(30)} said ${String(expected).padStart(5)} s  took ${took.toFixed(1).padStart(6)} s  (${(took / expected).toFixed(2)}x)`);
+    rows.push({ name, expected, took, rates });
+    const r = `train ${rates.train_gflops.toFixed(1)} GFLOP/s, read ${rates.read_gflops.toFixed(1)}, rows ${rates.row_gb_per_s.toFixed(1)} GB/s, start ${rates.start_s.toFixed(2)} s`;
+    console.log(`${name.padEnd(30)} said ${String(expected).padStart(5)} s  took ${took.toFixed(1).padStart(6)} s  (${(took / expected).toFixed(2)}x)  ${r}`);
   }
 }
 await ctx.close();

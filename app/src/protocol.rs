@@ -8,6 +8,7 @@ use engine::lenses::history::Checkpoint;
 use engine::lenses::{Comparison, DepthFit, Inspection};
 use engine::sample::{Sample, SampleSpec};
 use engine::session::bench::{BenchResult, BenchSpec};
+use engine::session::duration::{Rates, Work};
 use engine::session::{BackendChoice, DiagPoint, Experiment, Metrics, Panels, Writing, Written};
 use js_sys::{Array, Float32Array, Object, Reflect, Uint32Array, Uint8Array};
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
@@ -92,6 +93,12 @@ pub enum Command {
     /// The writing schedule's prompt and settings (the writing panel's controls).
     SetWriting {
         writing: Writing,
+    },
+    /// Times this machine on the experiment's own kinds of work (`engine::session::duration`), for
+    /// the estimate beside the pace: answered by `Event::Pace` with the same `id`.
+    MeasurePace {
+        experiment: Box<Experiment>,
+        id: u64,
     },
     /// Times training steps and a GEMM on the CPU path (`spherewalk.bench`), in a worker of its own.
     Bench {
@@ -287,6 +294,11 @@ pub enum Event {
     /// The run is complete; the same fields as `lab train --json`'s last line.
     Summary {
         summary: serde_json::Value,
+    },
+    /// What `Command::MeasurePace` measured: the run's work and this machine's rates.
+    Pace {
+        id: u64,
+        result: Result<(Work, Rates), String>,
     },
     /// What `Command::Bench` measured.
     Bench {

@@ -1,55 +1,48 @@
 //! The line beside the pace control: how long the run will take at its pace (with its slow start)
-//! or on the browser's CPU (`engine::session::duration`: its steps, validation, probe frames and
-//! writing), and a warning when the size is slow in a browser.
+//! or as fast as this computer goes (its schedule's work, `engine::session::duration`, priced at
+//! the rates the worker measured here: `pace`), and a warning when the size is slow in a browser.
 
-use engine::session::duration::Work;
-use engine::session::Experiment;
-use leptos::prelude::*;
+use engine::session::duration::{Rates, Work};
 
 use crate::lab::Lab;
+use leptos::prelude::*;
 
 /// What the run will take: steps at the pace, and a warning when the size is slow in a browser.
 pub fn estimate(lab: Lab) -> String {
     let s = lab.settings.get();
     let steps = s.steps;
     let eval = (steps / 20).max(1);
-    // The run's whole schedule: validation, probe frames and a sample at every evaluation.
-    let work = s.to_config().ok().map(|mut c| {
-        c.model.vocab = c.model.vocab.max(64);
-        let mut exp = Experiment::new(c);
-        exp.writing = lab.writing.schedule(exp.train.eval_every);
-        Work::of(&exp)
-    });
-    let per_step_s = work.as_ref().map(Work::page_step_seconds);
-    let run_s = work.as_ref().map(Work::page_seconds);
+    let loading = lab.site.loading.with(Option::is_some);
+    let measured = lab.pace.current(lab).and_then(Result::ok);
+    let per_step_s = measured.as_ref().map(|(w, r)| w.step_seconds(r));
+    let run_s = measured.as_ref().map(|(w, r)| w.seconds(r)).unwrap_or(0.0);
     let machine_rate = per_step_s.map(|t| 1.0 / t.max(1e-6));
-    let time = |secs: f64| {
-        if secs < 90.0 {
-            format!("{secs:.0} s")
-        } else if secs < 5400.0 {
-            format!("{:.0} min", secs / 60.0)
-        } else {
-            format!("{:.1} h", secs / 3600.0)
-        }
-    };
     let mut out = match (s.pace(), machine_rate) {
         (Some(p), Some(m)) if p > m => format!(
-            "{steps} steps (validation every {eval}): this size runs at about {m:.1} steps/s on the browser's CPU, \
-             so about {}",
-            time(run_s.unwrap_or(0.0))
+            "{steps} steps (validation every {eval}): this size runs at about {m:.1} steps/s on this computer \
+             (measured), so about {}",
+            time(run_s)
         ),
         (Some(p), _) => format!(
             "{steps} steps (validation every {eval}) at {p} steps/s, a third of it for the first {}: about {}",
             common::settings::slow_steps(steps),
             time(common::settings::paced_ms(steps, steps, p) / 1000.0)
         ),
-        (None, Some(_)) => format!(
-            "{steps} steps (validation every {eval}) as fast as possible: about {} on the browser's CPU",
-            time(run_s.unwrap_or(0.0))
-        ),
-        (None, None) => format!("{steps} steps (validation every {eval}) as fast as possible"),
+        (None, Some(_)) => {
+            format!(
+                "{steps} steps (validation every {eval}) as fast as possible: about {}, measured on this computer",
+                time(run_s)
+            )
+        }
+        (None, None) if loading => {
+            format!("{steps} steps (validation every {eval}) as fast as possible: measured on this computer")
+        }
+        (None, None) => match lab.pace.current(lab) {
+            Some(Err(e)) => format!("{steps} steps (validation every {eval}) as fast as possible (not measured: {e})"),
+            _ => format!("{steps} steps (validation every {eval}) as fast as possible: measuring this computer..."),
+        },
     };
-    if lab.site.loading.with(Option::is_some) {
+    if loading {
         out.push_str(", once the engine has loaded");
     }
     if let Some(t) = per_step_s.filter(|&t| t > 0.25) {
@@ -63,4 +56,20 @@ pub fn estimate(lab: Lab) -> String {
         out.push_str(&format!(". Measured {rate:.1} steps/s: about {} left", time(left as f64 / rate)));
     }
     out
+}
+
+/// The measured work and rates behind the line, for `#estimate`'s `data-work` and `data-rates`
+/// (the browser tests price the schedule themselves from them).
+pub fn measured(lab: Lab) -> Option<(Work, Rates)> {
+    lab.pace.current(lab).and_then(Result::ok)
+}
+
+fn time(secs: f64) -> String {
+    if secs < 90.0 {
+        format!("{secs:.0} s")
+    } else if secs < 5400.0 {
+        format!("{:.0} min", secs / 60.0)
+    } else {
+        format!("{:.1} h", secs / 3600.0)
+    }
 }

@@ -163,6 +163,7 @@ impl Lab {
             // Only scripts' own bench workers answer a bench, and only a training worker's second
             // worker sends shards (to that worker): the page's worker sends neither.
             Event::Bench { .. } | Event::Shards { .. } => {}
+            Event::Pace { id, result } => super::pace::on_pace(self, id, result),
         }
     }
 }

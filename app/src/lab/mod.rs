@@ -21,6 +21,7 @@ mod fetching;
 pub mod history;
 pub mod hub;
 mod model_worker;
+pub mod pace;
 pub mod race;
 pub mod real_model;
 pub mod script_api;
@@ -132,6 +133,8 @@ pub struct Lab {
     pub real: real_model::RealModel,
     /// The page as a web site: the engine's download, the offline copy, a new build (`site`).
     pub site: site::Site,
+    /// This computer's rates for the estimate beside the pace (`pace`).
+    pub pace: pace::Pace,
 }
 
 impl Lab {
@@ -165,8 +168,10 @@ impl Lab {
             corpus: RwSignal::new(None),
             real: real_model::RealModel::new(),
             site: site::Site::new(),
+            pace: pace::Pace::new(),
         };
         lab.spawn_worker();
+        pace::keep_measured(lab);
         lab
     }
 
@@ -220,6 +225,7 @@ impl Lab {
             None => "Nothing was saved yet; press \"Restart and resume\" to start the worker again.".into(),
         };
         self.crashed.set(Some(format!("The training worker crashed ({what}). {offer}")));
+        self.pace.forget_asked();
         writing::on_crash(&format!("the training worker crashed ({what})"));
         self.phase.set(Phase::Failed);
         self.site.loading.set(None);
@@ -253,7 +259,11 @@ impl Lab {
                 if current
                     || matches!(
                         event,
-                        Event::Ready { .. } | Event::SavedRun { .. } | Event::NotSaved { .. } | Event::Adapter { .. }
+                        Event::Ready { .. }
+                            | Event::SavedRun { .. }
+                            | Event::NotSaved { .. }
+                            | Event::Adapter { .. }
+                            | Event::Pace { .. }
                     )
                 {
                     self.on_event(event, bulk);

@@ -89,7 +89,14 @@ pub fn RunBar(lab: Lab) -> impl IntoView {
                         .collect_view()}
                 </select>
             </label>
-            <span id="estimate" class="experiment">{move || estimate::estimate(lab)}</span>
+            <span
+                id="estimate"
+                class="experiment"
+                data-work=move || estimate::measured(lab).and_then(|(w, _)| serde_json::to_string(&w).ok())
+                data-rates=move || estimate::measured(lab).and_then(|(_, r)| serde_json::to_string(&r).ok())
+            >
+                {move || estimate::estimate(lab)}
+            </span>
             <Show when=pending>
                 <span id="pending" class="note">
                     {move || {

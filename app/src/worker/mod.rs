@@ -22,6 +22,7 @@ pub mod shard_pool;
 
 use engine::memory::DEFAULT_BUDGET;
 use engine::session::bench::BenchSpec;
+use engine::session::duration;
 use engine::session::{BackendChoice, Experiment, Session};
 use engine::train::remote::{ShardPool, ShardTask, ShardWorker};
 use wasm_bindgen::prelude::*;
@@ -36,6 +37,9 @@ const CHUNK_MS: f64 = 8.0;
 const PROGRESS_EVERY_MS: f64 = 50.0;
 const PANELS_EVERY_MS: f64 = 250.0;
 const SAVE_EVERY_MS: f64 = 3000.0;
+/// How long a worker's first measure of the estimate's rates runs each kind of work before it
+/// counts: its wasm is still the baseline compiler's (`engine::session::duration::measure`).
+const MEASURE_WARM_MS: f64 = 400.0;
 
 /// Starts the worker: listens for commands and says it is ready.
 pub fn start() {
@@ -79,6 +83,8 @@ struct Worker {
     /// The step of the last written sample posted; a new one is due to the page.
     written_sent: Option<usize>,
     written_due: bool,
+    /// This worker has measured the estimate's rates once: its code is warm.
+    measured: bool,
 }
 
 impl Worker {
@@ -109,6 +115,7 @@ impl Worker {
             shard_worker: None,
             written_sent: None,
             written_due: false,
+            measured: false,
         }
     }
 
@@ -248,6 +255,7 @@ impl Worker {
                 }
             }
             Command::ProbeAdapter => self.probe_adapter().await,
+            Command::MeasurePace { experiment, id } => self.measure_pace(*experiment, id).await,
             Command::Bench { spec } => self.bench(spec).await,
             Command::Shard { model, batch, from, to } => self.shard(*model, batch, from..to, &bulk),
             Command::OpenModel { .. }
@@ -258,6 +266,27 @@ impl Worker {
                 self.error("a real model opens in the model worker, not the training worker".into())
             }
         }
+    }
+
+    /// Times this machine on the experiment's kinds of work for the page's estimate, with the
+    /// second worker the run will share its steps with (started here and kept for the run). The
+    /// tests' slowed worker measures as slowly as it steps.
+    async fn measure_pace(&mut self, experiment: Experiment, id: u64) {
+        if self.second_allowed && self.second.as_ref().is_none_or(SecondWorker::is_dead) {
+            self.second = SecondWorker::spawn();
+        }
+        if let Some(w) = &self.second {
+            w.ready().await;
+        }
+        let pool = self.second.as_ref().filter(|w| !w.is_dead()).map(|w| w as &dyn ShardPool);
+        // The first measure in this worker warms its code up (and the second worker's) first.
+        let warm_ms = if self.measured { 0.0 } else { MEASURE_WARM_MS };
+        let result = duration::measure(&experiment, DEFAULT_BUDGET, &now_ms, pool, warm_ms)
+            .await
+            .map(|(work, rates)| (work, rates.slower(self.slowdown)))
+            .map_err(|e| e.to_string());
+        self.measured |= result.is_ok();
+        self.post(Event::Pace { id, result });
     }
 
     /// Times the engine (`spherewalk.bench`), with a second worker as the page's training worker

@@ -193,15 +193,7 @@ fn write_speed(t: &Trainer, n: usize, now: &dyn Fn() -> f64) -> Result<WritingSp
 #[cfg(all(test, not(target_arch = "wasm32")))]
 mod tests {
     use super::*;
-
-    /// The value of a future that never waits (a bench without a second worker).
-    fn ready<T>(f: impl std::future::Future<Output = T>) -> T {
-        let mut f = std::pin::pin!(f);
-        match f.as_mut().poll(&mut std::task::Context::from_waker(std::task::Waker::noop())) {
-            std::task::Poll::Ready(v) => v,
-            std::task::Poll::Pending => panic!("a bench without a second worker waited"),
-        }
-    }
+    use crate::session::ready;
 
     #[test]
     fn the_bench_times_what_it_is_asked_and_refuses_bad_sizes() {

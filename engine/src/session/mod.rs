@@ -44,6 +44,17 @@ pub use summary::Summary;
 pub use verdicts::{Agreement, Verdict, Verdicts};
 pub use writing::{Writing, Written};
 
+/// The value of a future that never waits (the CPU path without a second worker), for the native
+/// tests.
+#[cfg(all(test, not(target_arch = "wasm32")))]
+pub(crate) fn ready<T>(f: impl std::future::Future<Output = T>) -> T {
+    let mut f = std::pin::pin!(f);
+    match f.as_mut().poll(&mut std::task::Context::from_waker(std::task::Waker::noop())) {
+        std::task::Poll::Ready(v) => v,
+        std::task::Poll::Pending => panic!("a future without a second worker waited"),
+    }
+}
+
 /// One point of the K-FAC / CG-FAC diagnostics history.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct DiagPoint {
