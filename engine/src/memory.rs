@@ -172,6 +172,18 @@ pub fn read_bytes(m: &ModelConfig, t: usize) -> Result<u64> {
 /// over `budget`.
 pub fn check_open(m: &ModelConfig, file_bytes: u64, budget: u64) -> Result<u64> {
     let weights = weight_bytes(m)?;
+    // A weights file holds each weight in at most 8 bytes (F64), beside a header of at most 100 MB
+    // and the causal masks older files keep (a T x T byte matrix a layer): a longer one (a download
+    // that never ends) is no file of this model.
+    let masks = (m.layers as u64).saturating_mul((m.context as u64).saturating_pow(2));
+    let most = sum(&[weights.saturating_mul(2), masks, 100_000_000])?;
+    if file_bytes > most {
+        return Err(Error::Config(format!(
+            "the weights' file is {}, more than this model's weights can take (at most {})",
+            human(file_bytes),
+            human(most)
+        )));
+    }
     let total = sum(&[weights, file_bytes])?;
     if total > budget {
         return Err(Error::Config(format!(
@@ -298,7 +310,7 @@ mod tests {
         // Every real model's block: rotary positions store no rows, a gate is a third linear,
         // a tied head no matrix.
         use crate::config::{Arch, Mlp, NormKind, Positions};
-        let rotary = Positions::Rotary { dims: 4, base: 1e4 };
+        let rotary = Positions::Rotary { dims: 4, base: 1e4, scaling: Default::default() };
         let arches = [
             Arch::gpt2(),
             Arch { positions: rotary, parallel_residual: true, ..Arch::default() },

@@ -123,12 +123,35 @@ fn each_family_reads_as_its_independent_forward() {
 #[test]
 fn what_the_engine_cannot_run_is_refused_by_name() {
     let dir = scratch("refused");
-    let cases: [(&str, &str, Value, &str); 7] = [
+    let cases: [(&str, &str, Value, &str); 15] = [
         (
             "llama",
             "rope_scaling",
-            serde_json::json!({"rope_type": "linear", "factor": 2.0}),
-            "rope_scaling of type \"linear\"",
+            serde_json::json!({"rope_type": "dynamic", "factor": 2.0}),
+            "rope_scaling of type \"dynamic\" stretches the rotary angles in a way the engine does not compute",
+        ),
+        ("llama", "rope_scaling", Value::from(8), "rope_scaling is 8, not an object with a rope_type"),
+        ("llama", "rope_scaling", Value::from("llama3"), "rope_scaling is \"llama3\", not an object"),
+        (
+            "llama",
+            "rope_scaling",
+            serde_json::json!({"rope_type": "llama3", "factor": 8.0}),
+            "rope_scaling of type \"llama3\" needs a number low_freq_factor",
+        ),
+        ("llama", "rope_theta", Value::from(0), "the rotary base 0 is not a number above 1"),
+        ("llama", "rope_theta", Value::from(-10000.0), "the rotary base -10000.0 is not a number above 1"),
+        ("llama", "rope_theta", Value::from("10000"), "the rotary base \"10000\" is not a number above 1"),
+        (
+            "qwen2",
+            "rope_parameters",
+            serde_json::json!({"rope_type": "default", "rope_theta": 0}),
+            "the rotary base 0 is not a number above 1",
+        ),
+        (
+            "qwen2",
+            "quantization_config",
+            serde_json::json!({"quant_method": "gptq", "bits": 4}),
+            "the weights are quantized (gptq)",
         ),
         ("qwen2", "use_sliding_window", Value::Bool(true), "use_sliding_window is true"),
         ("llama", "hidden_act", Value::from("gelu"), "hidden_act \"gelu\""),
@@ -152,4 +175,31 @@ fn what_the_engine_cannot_run_is_refused_by_name() {
     let (ok, _, err) = lab(&["inspect", "--model", dir.to_str().unwrap(), "--text", TEXT]);
     assert!(!ok && err.contains("tokenizer.json"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Llama 3's and the linear scaling of the rotary angles read as transformers computes them: the
+/// fixture's numpy forward (`--rope-scaling`, an original length of 64 positions, so that the
+/// text's 21 reach the kept, the stretched and the mixed frequencies of llama3), within 1e-4.
+#[test]
+fn stretched_rotary_angles_read_as_their_independent_forward() {
+    for scaling in ["llama3", "linear"] {
+        let dir = scratch(&format!("rope-{scaling}"));
+        let ids: Vec<String> = known_ids("llama").iter().map(u64::to_string).collect();
+        let args = ["--family", "llama", "--rope-scaling", scaling, "--reference", &ids.join(",")];
+        support::fixture("families/fixture.py", &dir, &args);
+        let (d, dump) = (dir.to_str().unwrap(), dir.join("dump.safetensors"));
+        let (ok, out, err) =
+            lab(&["inspect", "--model", d, "--text", TEXT, "--json", "--dump", dump.to_str().unwrap()]);
+        assert!(ok, "{scaling}: {err}");
+        let report: Value = serde_json::from_str(out.trim()).unwrap();
+        assert!(report["block"].as_str().unwrap().contains(&format!("({scaling})")), "{}", report["block"]);
+        let (reference, ours) = (tensors(&dir.join("reference.safetensors")), tensors(&dump));
+        for (name, (_, want)) in &reference {
+            let got = &ours[name].1;
+            let scale = want.iter().fold(0f32, |m, x| m.max(x.abs()));
+            let err = got.iter().zip(want).fold(0f32, |m, (a, b)| m.max((a - b).abs()));
+            assert!(err <= 1e-4 * scale, "{scaling} {name}: max error {err:e} against a largest value of {scale}");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

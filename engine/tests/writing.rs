@@ -43,11 +43,15 @@ fn rel_err(a: &[f32], b: &[f32]) -> f32 {
 #[test]
 fn every_block_writes_through_the_cache_as_its_full_pass_reads() {
     use engine::config::{Activation, Arch, Mlp, NormKind, Positions};
-    let neox = Arch { positions: Positions::Rotary { dims: 4, base: 1e4 }, parallel_residual: true, ..Arch::default() };
+    let neox = Arch {
+        positions: Positions::Rotary { dims: 4, base: 1e4, scaling: Default::default() },
+        parallel_residual: true,
+        ..Arch::default()
+    };
     let llama = Arch {
         norm: NormKind::RmsNorm,
         norm_eps: 1e-6,
-        positions: Positions::Rotary { dims: 8, base: 1e5 },
+        positions: Positions::Rotary { dims: 8, base: 1e5, scaling: Default::default() },
         mlp: Mlp::Gated,
         kv_heads: 2,
         tied_head: true,

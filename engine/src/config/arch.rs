@@ -24,9 +24,29 @@ pub enum Positions {
     /// A learned vector added to the token's embedding (GPT-2, the lab).
     Learned,
     /// Rotary embeddings: the first `dims` of each head's query and key dimensions turned by
-    /// position-dependent angles `pos · base^(-2i/dims)`, pairing dimension i with i + dims/2
-    /// (transformers' `rotate_half`).
-    Rotary { dims: usize, base: f64 },
+    /// position-dependent angles `pos · base^(-2i/dims)` (stretched as `scaling` says), pairing
+    /// dimension i with i + dims/2 (transformers' `rotate_half`).
+    Rotary {
+        dims: usize,
+        base: f64,
+        #[serde(default)]
+        scaling: RopeScaling,
+    },
+}
+
+/// How a model stretches its rotary angles to read past the context it was first trained on
+/// (transformers' `rope_scaling`): the two that today's small models use (`nn::rotary::frequencies`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "type")]
+pub enum RopeScaling {
+    #[default]
+    None,
+    /// Every frequency divided by `factor`: positions interpolated.
+    Linear { factor: f64 },
+    /// Llama 3.1's: frequencies whose wavelength is over `original_max_position_embeddings /
+    /// low_freq_factor` divided by `factor`, those under `original / high_freq_factor` kept, and a
+    /// smooth mix of the two between.
+    Llama3 { factor: f64, low_freq_factor: f64, high_freq_factor: f64, original_max_position_embeddings: f64 },
 }
 
 /// The MLP between the two linear layers.
@@ -136,7 +156,7 @@ impl Arch {
         if self.post_norm && self.parallel_residual {
             return refuse("a Post-LN block runs attention and the MLP one after the other".into());
         }
-        if let Positions::Rotary { dims, base } = self.positions {
+        if let Positions::Rotary { dims, base, scaling } = self.positions {
             if dims == 0 || dims > head_size || !dims.is_multiple_of(2) {
                 return refuse(format!(
                     "rotary dimensions must be even and within the head size {head_size}, got {dims}"
@@ -144,6 +164,23 @@ impl Arch {
             }
             if !(base.is_finite() && base > 1.0) {
                 return refuse(format!("the rotary base must be a finite number above 1, got {base}"));
+            }
+            let fine = |x: f64| x.is_finite() && x > 0.0;
+            let ok = match scaling {
+                RopeScaling::None => true,
+                RopeScaling::Linear { factor } => fine(factor) && factor >= 1.0,
+                RopeScaling::Llama3 {
+                    factor,
+                    low_freq_factor: low,
+                    high_freq_factor: high,
+                    original_max_position_embeddings: o,
+                } => fine(factor) && factor >= 1.0 && fine(low) && fine(high) && high > low && fine(o),
+            };
+            if !ok {
+                return refuse(format!(
+                    "the rotary scaling {scaling:?} needs a factor of at least 1 (and for llama3 positive \
+                     frequency factors, the high above the low, and a positive original length)"
+                ));
             }
         }
         Ok(())
@@ -161,7 +198,14 @@ impl Arch {
         });
         parts.push(match self.positions {
             Positions::Learned => "learned positions".into(),
-            Positions::Rotary { dims, base } => format!("rotary positions on {dims} dims (base {base})"),
+            Positions::Rotary { dims, base, scaling } => {
+                let stretched = match scaling {
+                    RopeScaling::None => String::new(),
+                    RopeScaling::Linear { factor } => format!(", stretched {factor}x (linear)"),
+                    RopeScaling::Llama3 { factor, .. } => format!(", stretched up to {factor}x (llama3)"),
+                };
+                format!("rotary positions on {dims} dims (base {base}{stretched})")
+            }
         });
         if self.mlp == Mlp::Gated {
             parts.push("gated MLP".into());

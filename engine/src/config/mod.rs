@@ -8,14 +8,14 @@
 //!
 //! The optimizers' settings are theirs (`optim::settings`), the schedule too (`optim::schedule`).
 
-mod arch;
+pub mod arch;
 mod data;
 mod model;
 mod train;
 
 pub use crate::optim::schedule::Schedule;
 pub use crate::optim::settings::{Fisher, Method, MuonConfig, OptimizerConfig, Product, SecondOrderConfig, SoapConfig};
-pub use arch::{Arch, Mlp, NormKind, Positions, LAYER_NORM_EPS};
+pub use arch::{Arch, Mlp, NormKind, Positions, RopeScaling, LAYER_NORM_EPS};
 pub use data::DataSpec;
 pub use model::{Activation, ModelConfig};
 pub use train::{TrainConfig, MAX_CONTEXT, MAX_D_MODEL, MAX_EVAL_BATCHES, MAX_LAYERS, MAX_VOCAB};

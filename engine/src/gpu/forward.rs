@@ -102,7 +102,9 @@ impl Activations {
             .collect::<Result<Vec<_>>>()?;
         let lnf = [z("lnf_u", n * c)?, z("lnf_rstd", n)?, z("lnf_out", n * c)?];
         let rotary = match m.arch.positions {
-            Positions::Rotary { dims, base } => Some(Rotary::upload(ctx, t, dims, base)?),
+            Positions::Rotary { dims, base, scaling } => {
+                Some(Rotary::upload(ctx, t, &crate::nn::rotary::frequencies(dims, base, scaling))?)
+            }
             Positions::Learned => None,
         };
         let transform = match m.arch.head_transform {

@@ -61,8 +61,9 @@ fn rms_norm_rotary_and_the_gate_match_cpu() {
     // 70 rows of 5 positions (14 batch rows), 6 heads of 50 with 20 turned, at angles up to 4 rad.
     let (t_len, nh, hs, dims) = (5, 6, 50, 20);
     let mut want = x.clone();
-    rotary::forward(&mut want, t_len, 0, nh, hs, dims, 100.0);
-    let (gq, table) = (t(&x), Rotary::upload(&ctx, t_len, dims, 100.0).unwrap());
+    let inv = rotary::frequencies(dims, 100.0, crate::config::RopeScaling::None);
+    rotary::forward(&mut want, t_len, 0, nh, hs, &inv);
+    let (gq, table) = (t(&x), Rotary::upload(&ctx, t_len, &inv).unwrap());
     ctx.run(&[&Rotary::new(&ctx).forward(&ctx, &gq, &table, n, t_len, nh, hs, dims)]);
     let e = max_err(&read(&ctx, &gq), &want);
     assert!(e < 1e-5, "rotary: {e}");

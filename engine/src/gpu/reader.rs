@@ -174,12 +174,15 @@ mod tests {
                 None
             }
         };
-        let neox =
-            Arch { positions: Positions::Rotary { dims: 4, base: 1e4 }, parallel_residual: true, ..Arch::default() };
+        let neox = Arch {
+            positions: Positions::Rotary { dims: 4, base: 1e4, scaling: Default::default() },
+            parallel_residual: true,
+            ..Arch::default()
+        };
         let llama = Arch {
             norm: NormKind::RmsNorm,
             norm_eps: 1e-6,
-            positions: Positions::Rotary { dims: 8, base: 1e5 },
+            positions: Positions::Rotary { dims: 8, base: 1e5, scaling: Default::default() },
             mlp: Mlp::Gated,
             kv_heads: 2,
             tied_head: true,

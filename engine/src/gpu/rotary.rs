@@ -7,10 +7,11 @@ pub struct Rotary {
     kernel: Kernel,
 }
 
-/// The angles' cosines then sines for positions 0..t and pairs 0..dims/2, as `nn::rotary` turns them.
-pub fn table(t: usize, dims: usize, base: f64) -> Vec<f32> {
-    let half = dims / 2;
-    let angle = |pos: usize, i: usize| pos as f64 * base.powf(-2.0 * i as f64 / dims as f64);
+/// The angles' cosines then sines for positions 0..t and the pairs of frequencies `inv`
+/// (`nn::rotary::frequencies`), as `nn::rotary` turns them.
+pub fn table(t: usize, inv: &[f64]) -> Vec<f32> {
+    let half = inv.len();
+    let angle = |pos: usize, i: usize| pos as f64 * inv[i];
     let cos = (0..t).flat_map(|pos| (0..half).map(move |i| angle(pos, i).cos() as f32));
     let sin = (0..t).flat_map(|pos| (0..half).map(move |i| angle(pos, i).sin() as f32));
     cos.chain(sin).collect()
@@ -22,9 +23,9 @@ impl Rotary {
         Rotary { kernel: Kernel::new(ctx, "rotary", src, &[Access::Read, Access::ReadWrite], &["forward"]) }
     }
 
-    /// The table of `table(t, dims, base)` on the GPU.
-    pub fn upload(ctx: &GpuContext, t: usize, dims: usize, base: f64) -> Result<Tensor> {
-        ctx.tensor_from("rotary", &table(t, dims, base))
+    /// The table of `table(t, inv)` on the GPU.
+    pub fn upload(ctx: &GpuContext, t: usize, inv: &[f64]) -> Result<Tensor> {
+        ctx.tensor_from("rotary", &table(t, inv))
     }
 
     /// Turns `x` (n rows of `nh` heads of `hs`, row r at position r % t) by `table` over the

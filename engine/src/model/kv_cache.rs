@@ -130,9 +130,10 @@ impl<S: Scalar> Model<S> {
             let g = self.kv_group;
             self.row(&mut kv.k[i][row.clone()], &kv.ln, ids.k_w, ids.k_b, hs, g);
             self.row(&mut kv.v[i][row.clone()], &kv.ln, ids.v_w, ids.v_b, hs, g);
-            if let Positions::Rotary { dims, base } = arch.positions {
-                rotary::forward(&mut kv.q, 1, pos, nh, hs, dims, base);
-                rotary::forward(&mut kv.k[i][row], 1, pos, nh, hs, dims, base);
+            if let Positions::Rotary { dims, base, scaling } = arch.positions {
+                let inv = rotary::frequencies(dims, base, scaling);
+                rotary::forward(&mut kv.q, 1, pos, nh, hs, &inv);
+                rotary::forward(&mut kv.k[i][row], 1, pos, nh, hs, &inv);
             }
             let seen_kv = (&kv.k[i][..seen * c], &kv.v[i][..seen * c]);
             attention::forward_row(&mut kv.y, &mut kv.scores[..seen], &kv.q, seen_kv.0, seen_kv.1, nh);

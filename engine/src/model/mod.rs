@@ -223,9 +223,10 @@ impl<S: Scalar> Model<S> {
             let g = self.kv_group;
             linear::forward_grouped(&mut bc.k, &bc.ln1_out, self.p(ids.k_w), self.p(ids.k_b), n, c, hs, g);
             linear::forward_grouped(&mut bc.v, &bc.ln1_out, self.p(ids.v_w), self.p(ids.v_b), n, c, hs, g);
-            if let Positions::Rotary { dims, base } = arch.positions {
-                rotary::forward(&mut bc.q, t, 0, nh, hs, dims, base);
-                rotary::forward(&mut bc.k, t, 0, nh, hs, dims, base);
+            if let Positions::Rotary { dims, base, scaling } = arch.positions {
+                let inv = rotary::frequencies(dims, base, scaling);
+                rotary::forward(&mut bc.q, t, 0, nh, hs, &inv);
+                rotary::forward(&mut bc.k, t, 0, nh, hs, &inv);
             }
             attention::forward(&mut bc.att, &mut bc.attn_y, &bc.q, &bc.k, &bc.v, shape);
             linear::forward(&mut bc.h, &bc.attn_y, self.p(ids.o_w), self.p(ids.o_b), n, c, c);
@@ -447,7 +448,7 @@ mod tests {
     fn repeated_key_and_value_rows_are_computed_once_per_group() {
         let arch = Arch {
             norm: NormKind::RmsNorm,
-            positions: Positions::Rotary { dims: 8, base: 1e4 },
+            positions: Positions::Rotary { dims: 8, base: 1e4, scaling: Default::default() },
             mlp: Mlp::Gated,
             kv_heads: 2,
             ..Arch::default()

@@ -173,10 +173,26 @@ def rms_norm(x, g, eps):
 erf = np.vectorize(math.erf)
 
 
-def rope(x, positions, dims, base):
+def scaled(inv, scaling):
+    """transformers' _compute_linear_scaling_rope_parameters and _compute_llama3_parameters."""
+    if not scaling:
+        return inv
+    if scaling["rope_type"] == "linear":
+        return inv / scaling["factor"]
+    factor, low, high = scaling["factor"], scaling["low_freq_factor"], scaling["high_freq_factor"]
+    old = scaling["original_max_position_embeddings"]
+    wavelen = 2 * math.pi / inv
+    out = np.where(wavelen > old / low, inv / factor, inv)
+    smooth = (old / wavelen - low) / (high - low)
+    smoothed = (1 - smooth) * out / factor + smooth * out
+    medium = ~(wavelen < old / high) & ~(wavelen > old / low)
+    return np.where(medium, smoothed, out)
+
+
+def rope(x, positions, dims, base, scaling=None):
     """transformers' apply_rotary_pos_emb on the first `dims` of each head: rotate_half pairs
     dimension i with i + dims/2. x: (NH, T, hs)."""
-    inv = 1.0 / base ** (np.arange(0, dims, 2, dtype=np.float64) / dims)
+    inv = scaled(1.0 / base ** (np.arange(0, dims, 2, dtype=np.float64) / dims), scaling)
     freqs = np.outer(positions, inv)
     emb = np.concatenate([freqs, freqs], -1)
     cos, sin = np.cos(emb), np.sin(emb)
@@ -235,7 +251,8 @@ def forward(family, w, ids):
         a = rms_norm(x, g[h + "input_layernorm.weight"], eps)
         proj = lambda name: a @ g[h + f"self_attn.{name}.weight"].T + g.get(h + f"self_attn.{name}.bias", 0.0)
         q, k, v = heads(proj("q_proj"), nh), heads(proj("k_proj"), nkv), heads(proj("v_proj"), nkv)
-        q, k = rope(q, pos, hs, base), rope(k, pos, hs, base)
+        scaling = cfg.get("rope_scaling")
+        q, k = rope(q, pos, hs, base, scaling), rope(k, pos, hs, base, scaling)
         # repeat_kv: query head j reads key/value head j // (nh / nkv).
         k, v = np.repeat(k, nh // nkv, axis=0), np.repeat(v, nh // nkv, axis=0)
         p, y = attention(q, k, v, t)
@@ -313,10 +330,18 @@ def main():
     ap.add_argument("--size", choices=["tiny"] + sorted(SIZES), default="tiny")
     ap.add_argument("--seed", type=int, default=2026, help="the weights' seed (another checkpoint)")
     ap.add_argument("--bf16", action="store_true", help="every tensor in BF16 (as the hub's SmolLM2 stores them)")
+    ap.add_argument("--rope-scaling", choices=["linear", "llama3"],
+                    help="stretched rotary angles (Llama's and Qwen2's), with a short original length so "
+                         "that a short text reaches all three of llama3's regimes")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     cfg = CONFIGS[args.family]
     cfg.update(SIZES.get(args.size, {}))
+    if args.rope_scaling == "linear":
+        cfg["rope_scaling"] = {"rope_type": "linear", "factor": 3.0}
+    elif args.rope_scaling == "llama3":
+        cfg["rope_scaling"] = {"rope_type": "llama3", "factor": 4.0, "low_freq_factor": 1.0,
+                               "high_freq_factor": 4.0, "original_max_position_embeddings": 64}
     w = stored(args.family, weights(args.family, args.seed), args.bf16)
     with open(os.path.join(args.out, "config.json"), "w") as f:
         json.dump(cfg, f, indent=2)

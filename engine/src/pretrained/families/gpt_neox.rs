@@ -6,7 +6,7 @@
 //! head size. Tensor names start with `gpt_neox.`; the causal-mask buffers and `inv_freq` are
 //! skipped.
 
-use super::{check_sizes, rope_base, Fields, MAX_LAYERS, MAX_POSITIONS, MAX_WIDTH};
+use super::{check_sizes, rope, Fields, MAX_LAYERS, MAX_POSITIONS, MAX_WIDTH};
 use crate::config::{Activation, Arch, Mlp, ModelConfig, NormKind, Positions};
 use crate::error::{Error, Result};
 use crate::model::params::Layout;
@@ -55,10 +55,11 @@ pub fn config(text: &[u8]) -> Result<ModelConfig> {
     if !(pct > 0.0 && pct <= 1.0) || dims < 2 {
         return refuse(format!("rotary_pct = {pct} turns no pair of a head's {hs} dimensions"));
     }
+    let (base, scaling) = rope(&f.0, "rotary_emb_base", 10_000.0)?;
     let arch = Arch {
         norm: NormKind::LayerNorm,
         norm_eps: f.f64("layer_norm_eps", 1e-5)?,
-        positions: Positions::Rotary { dims: dims - dims % 2, base: rope_base(&f.0, "rotary_emb_base", 10_000.0)? },
+        positions: Positions::Rotary { dims: dims - dims % 2, base, scaling },
         mlp: Mlp::Plain,
         kv_heads: 0,
         parallel_residual: f.bool("use_parallel_residual", true)?,

@@ -5,7 +5,7 @@
 //! exactly as transformers' `repeat_kv` reads them). Qwen2 is Llama with biases on q, k and v.
 //! Tensor names start with `model.`; the head is `lm_head`, unless tied to the embedding.
 
-use super::{check_sizes, rope_base, Fields, MAX_LAYERS, MAX_POSITIONS, MAX_WIDTH};
+use super::{check_sizes, rope, Fields, MAX_LAYERS, MAX_POSITIONS, MAX_WIDTH};
 use crate::config::{Activation, Arch, Mlp, ModelConfig, NormKind, Positions};
 use crate::error::{Error, Result};
 use crate::model::params::Layout;
@@ -62,10 +62,11 @@ pub fn config(text: &[u8], qwen2: bool) -> Result<ModelConfig> {
     if f.f64("pretraining_tp", 1.0)? != 1.0 {
         return refuse("pretraining_tp is not 1".into());
     }
+    let (base, scaling) = rope(&f.0, "rope_theta", 10_000.0)?;
     let arch = Arch {
         norm: NormKind::RmsNorm,
         norm_eps: f.f64("rms_norm_eps", 1e-6)?,
-        positions: Positions::Rotary { dims: c / heads, base: rope_base(&f.0, "rope_theta", 10_000.0)? },
+        positions: Positions::Rotary { dims: c / heads, base, scaling },
         mlp: Mlp::Gated,
         kv_heads,
         parallel_residual: false,

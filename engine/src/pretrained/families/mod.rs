@@ -16,7 +16,7 @@ pub mod llama;
 
 use serde::Deserialize;
 
-use crate::config::ModelConfig;
+use crate::config::{ModelConfig, RopeScaling};
 use crate::error::{Error, Result};
 use crate::model::params::Layout;
 
@@ -49,11 +49,19 @@ impl Family {
         #[derive(Deserialize)]
         struct Kind {
             model_type: Option<String>,
+            quantization_config: Option<serde_json::Value>,
         }
         let text = super::files::json_text(json, "config.json")?;
         let kind: Kind =
             serde_json::from_slice(text).map_err(|e| Error::Config(format!("config.json cannot be read: {e}")))?;
         let refuse = |why: String| Err(Error::Config(format!("config.json: {why}")));
+        if let Some(q) = kind.quantization_config.filter(|q| !q.is_null()) {
+            let method = q.get("quant_method").and_then(|m| m.as_str()).unwrap_or("a quantization");
+            return refuse(format!(
+                "quantization_config says the weights are quantized ({method}); the engine reads them as \
+                 floats (F32, F16, BF16) only"
+            ));
+        }
         let (family, cfg) = match kind.model_type.as_deref() {
             Some("gpt2") => (Family::Gpt2, gpt2::HfConfig::parse(text)?.model_config()?),
             Some("gpt_neox") => (Family::GptNeox, gpt_neox::config(text)?),
@@ -93,24 +101,50 @@ pub fn check_sizes(sizes: &[(&str, usize, usize)]) -> Result<()> {
     Ok(())
 }
 
-/// The rotary base from transformers 5's `rope_parameters` or the older top-level field, and a
-/// refusal of any `rope_scaling` or `rope_type` the engine does not compute.
-pub fn rope_base(v: &serde_json::Value, older: &str, default: f64) -> Result<f64> {
-    let refuse = |why: String| Err(Error::Config(format!("config.json: {why}")));
+/// The rotary base and scaling from transformers 5's `rope_parameters` or the older top-level
+/// fields (`older` names the base's): the scalings today's small models use (`linear`, Llama 3's
+/// `llama3`) read as transformers reads them, any other refused by name.
+pub fn rope(v: &serde_json::Value, older: &str, default: f64) -> Result<(f64, RopeScaling)> {
+    fn refuse<T>(why: String) -> Result<T> {
+        Err(Error::Config(format!("config.json: {why}")))
+    }
     let params = v.get("rope_parameters").filter(|p| !p.is_null());
-    for scaling in [v.get("rope_scaling"), params] {
-        let kind = scaling.and_then(|s| s.get("rope_type").or_else(|| s.get("type"))).and_then(|t| t.as_str());
-        if let Some(kind) = kind.filter(|k| *k != "default") {
-            return refuse(format!(
-                "rope_scaling of type \"{kind}\" stretches the rotary angles; the engine computes plain rotary \
-                 positions only"
-            ));
+    let mut scaling = RopeScaling::None;
+    for (name, given) in [("rope_scaling", v.get("rope_scaling")), ("rope_parameters", params)] {
+        let Some(given) = given.filter(|s| !s.is_null()) else { continue };
+        if !given.is_object() {
+            return refuse(format!("{name} is {given}, not an object with a rope_type"));
         }
+        let kind = given.get("rope_type").or_else(|| given.get("type")).and_then(|t| t.as_str()).unwrap_or("default");
+        let number = |field: &str| match given.get(field).and_then(serde_json::Value::as_f64) {
+            Some(x) => Ok(x),
+            None => refuse(format!("{name} of type \"{kind}\" needs a number {field}")),
+        };
+        scaling = match kind {
+            "default" => scaling,
+            "linear" => RopeScaling::Linear { factor: number("factor")? },
+            "llama3" => RopeScaling::Llama3 {
+                factor: number("factor")?,
+                low_freq_factor: number("low_freq_factor")?,
+                high_freq_factor: number("high_freq_factor")?,
+                original_max_position_embeddings: number("original_max_position_embeddings")?,
+            },
+            other => {
+                return refuse(format!(
+                    "{name} of type \"{other}\" stretches the rotary angles in a way the engine does not compute \
+                     (it computes linear and llama3)"
+                ))
+            }
+        };
     }
-    match params.and_then(|p| p.get("rope_theta")).or_else(|| v.get(older)).filter(|b| !b.is_null()) {
-        None => Ok(default),
-        Some(b) => b.as_f64().map_or_else(|| refuse(format!("the rotary base {b} is not a number")), Ok),
-    }
+    let base = match params.and_then(|p| p.get("rope_theta")).or_else(|| v.get(older)).filter(|b| !b.is_null()) {
+        None => default,
+        Some(b) => match b.as_f64() {
+            Some(x) if x.is_finite() && x > 1.0 => x,
+            _ => return refuse(format!("the rotary base {b} is not a number above 1")),
+        },
+    };
+    Ok((base, scaling))
 }
 
 /// A `config.json` read field by field, with transformers' defaults for missing fields and the
