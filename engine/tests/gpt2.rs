@@ -233,6 +233,10 @@ fn hostile_files_and_paths_are_refused_before_they_cost_anything() {
     let d = dir.to_str().unwrap();
     let model = format!("{d}/model.safetensors");
     let nowhere = format!("{d}/no/such/folder/dump.safetensors");
+    // The model's file under another name, and a FIFO that would hang an open for writing.
+    let (link, fifo_dump) = (format!("{d}/linked.safetensors"), format!("{d}/dump.fifo"));
+    std::fs::hard_link(&model, &link).unwrap();
+    assert!(Command::new("mkfifo").arg(&fifo_dump).status().unwrap().success());
     let cases: Vec<(Vec<&str>, &str)> = vec![
         (vec!["inspect", "--model", &nan, "--text", "a"], "tensor ln_f.bias holds NaN at element 63"),
         (vec!["sample", "--model", &nan, "--tokens", "3"], "holds NaN"),
@@ -244,6 +248,9 @@ fn hostile_files_and_paths_are_refused_before_they_cost_anything() {
         (vec!["inspect", "--model", &html, "--text", "a"], "config.json is an HTML page, not JSON"),
         (vec!["inspect", "--model", d, "--text", "a", "--dump", &model], "which the model is read from"),
         (vec!["inspect", "--model", d, "--text", "a", "--dump", &nowhere], &nowhere),
+        (vec!["inspect", "--model", d, "--text", "a", "--dump", &link], "which the model is read from"),
+        (vec!["inspect", "--model", d, "--text", "a", "--dump", &fifo_dump], "is not a regular file"),
+        (vec!["inspect", "--model", d, "--text", "a", "--dump", "/dev/null"], "is not a regular file"),
         (vec!["sample", "--model", d, "--prompt", "one two three", "--tokens", "126"], "at most 125 more, not 126"),
     ];
     let before = std::fs::read(&model).unwrap();
@@ -254,6 +261,26 @@ fn hostile_files_and_paths_are_refused_before_they_cost_anything() {
     }
     assert_eq!(std::fs::read(&model).unwrap(), before, "the model file is untouched");
     assert!(!Path::new(&nowhere).exists());
+    std::fs::remove_file(&link).unwrap();
+    std::fs::remove_file(&fifo_dump).unwrap();
+    // Output that cannot be written ends without a panic: quietly when the reader went away
+    // (`| head -c 10`), with the reason when the disk is full.
+    let json = ["inspect", "--model", d, "--text", "a", "--json"];
+    let mut child = Command::new(env!("CARGO_BIN_EXE_lab"))
+        .args(json)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && err.is_empty(), "into a closed pipe: {:?} {err}", out.status);
+    let full = std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_lab")).args(json).stdout(full).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("the output could not be written"), "into /dev/full: {err}");
+    assert!(!err.contains("panicked"), "{err}");
     let (ok, out, err) = lab(&["inspect", "--model", &bom, "--text", "a", "--json"]);
     assert!(ok && out.contains("\"tokens\""), "a config.json with a byte-order mark opens: {err}");
     let (ok, _, err) =

@@ -59,27 +59,42 @@ fn cpu(as_json: bool, iters: usize, only: Only) -> Result<(), Error> {
     };
     let probes = whole.then(|| probe_overhead(&SIZES[1], iters.max(20))).transpose()?;
     if as_json {
-        println!("{}", json!({"steps": steps, "matmul": matmuls, "probe_overhead": probes}));
+        say!("{}", json!({"steps": steps, "matmul": matmuls, "probe_overhead": probes}));
         return Ok(());
     }
-    println!(
+    say!(
         "{:<8} {:<6} {:>7} {:>9} {:>10} {:>12} {:>8}",
-        "size", "optim", "threads", "params", "ms/step", "tokens/s", "vs adam"
+        "size",
+        "optim",
+        "threads",
+        "params",
+        "ms/step",
+        "tokens/s",
+        "vs adam"
     );
     for r in &steps {
-        println!(
+        say!(
             "{:<8} {:<6} {:>7} {:>9} {:>10.2} {:>12.0} {:>8.2}",
-            r.size, r.optimizer, r.threads, r.params, r.ms_per_step, r.tokens_per_s, r.vs_adam
+            r.size,
+            r.optimizer,
+            r.threads,
+            r.params,
+            r.ms_per_step,
+            r.tokens_per_s,
+            r.vs_adam
         );
     }
     let Some(probes) = probes else { return Ok(()) };
-    println!("\n{:>6} {:>6} {:>6} {:>9}", "m", "k", "n", "GFLOP/s");
+    say!("\n{:>6} {:>6} {:>6} {:>9}", "m", "k", "n", "GFLOP/s");
     for r in &matmuls {
-        println!("{:>6} {:>6} {:>6} {:>9.1}", r.m, r.k, r.n, r.gflops);
+        say!("{:>6} {:>6} {:>6} {:>9.1}", r.m, r.k, r.n, r.gflops);
     }
-    println!(
+    say!(
         "\nprobes at the {} size: {:.2} ms/step without, every step x{:.2}, every 10 steps x{:.2}",
-        probes.size, probes.ms_no_probe, probes.ratio_every_1, probes.ratio_every_10
+        probes.size,
+        probes.ms_no_probe,
+        probes.ratio_every_1,
+        probes.ratio_every_10
     );
     Ok(())
 }
@@ -94,8 +109,8 @@ pub fn page_spec(as_json: bool, backend: Backend, spec: &str) -> Result<(), Erro
     let clock = Instant::now();
     let r = block_on(spec.run(&|| clock.elapsed().as_secs_f64() * 1e3, None))?;
     match as_json {
-        true => println!("{}", json!(r)),
-        false => println!(
+        true => say!("{}", json!(r)),
+        false => say!(
             "{:.2} ms per step ({:.1} GFLOP/s), 256^3 GEMM {:.1} GFLOP/s, {} params, {} threads",
             r.ms_per_step,
             r.gflops,
@@ -105,7 +120,7 @@ pub fn page_spec(as_json: bool, backend: Backend, spec: &str) -> Result<(), Erro
         ),
     }
     if let (false, Some(w)) = (as_json, &r.writing) {
-        println!(
+        say!(
             "writing {} tokens: {:.0} tokens/s with the key/value cache, {:.0} without ({:.1}x)",
             w.tokens,
             w.cached_tokens_per_s,
@@ -206,23 +221,26 @@ fn gpu(as_json: bool, iters: usize, only: Only) -> Result<(), Error> {
         }
     }
     if as_json {
-        println!("{}", json!({"adapter": adapter, "matmul": matmul, "steps": steps}));
+        say!("{}", json!({"adapter": adapter, "matmul": matmul, "steps": steps}));
         return Ok(());
     }
-    println!("adapter: {adapter}");
-    println!(
+    say!("adapter: {adapter}");
+    say!(
         "{:<14} {:>10} {:>10} {:>10}  (GFLOP/s; tiles 64x64 scalar loads, 128x128 vec4 loads)",
-        "matmul", "64x64", "128x128", "taken"
+        "matmul",
+        "64x64",
+        "128x128",
+        "taken"
     );
     for m in &matmul {
         let num = |k: &str| m[k].as_f64().unwrap_or(f64::NAN);
         let taken = m["tiling"].as_str().unwrap_or("");
-        println!("{:<14} {:>10.1} {:>10.1} {:>10}", format!("{}^3", m["n"]), num("square64"), num("wide128"), taken);
+        say!("{:<14} {:>10.1} {:>10.1} {:>10}", format!("{}^3", m["n"]), num("square64"), num("wide128"), taken);
     }
-    println!("\n{:<8} {:<6} {:>10} {:>10} {:>9} {:>11}", "size", "optim", "cpu ms", "gpu ms", "gpu/cpu", "reads/step");
+    say!("\n{:<8} {:<6} {:>10} {:>10} {:>9} {:>11}", "size", "optim", "cpu ms", "gpu ms", "gpu/cpu", "reads/step");
     for s in &steps {
         let num = |k: &str| s[k].as_f64().unwrap_or(f64::NAN);
-        println!(
+        say!(
             "{:<8} {:<6} {:>10.2} {:>10.2} {:>9.2} {:>11.2}",
             s["size"].as_str().unwrap_or(""),
             s["optimizer"].as_str().unwrap_or(""),
@@ -290,20 +308,20 @@ pub fn model(as_json: bool, iters: usize, path: &std::path::Path, backend: Backe
     if as_json {
         let out =
             json!({"model": m.name, "params": params, "threads": default_threads(), "adapter": adapter, "rows": rows});
-        println!("{out}");
+        say!("{out}");
         return Ok(());
     }
-    println!("{} ({:.1}M weights) on {} threads", m.name, params as f64 / 1e6, default_threads());
+    say!("{} ({:.1}M weights) on {} threads", m.name, params as f64 / 1e6, default_threads());
     if let Some(a) = adapter {
-        println!("GPU: {a}");
+        say!("GPU: {a}");
     }
     for r in &rows {
         let what = r["what"].as_str().unwrap_or("");
         let num = |k: &str| r.get(k).and_then(|v| v.as_f64());
         match (num("ms"), num("tokens_per_s")) {
-            (Some(ms), _) => println!("{what:<34} {ms:>9.0} ms"),
+            (Some(ms), _) => say!("{what:<34} {ms:>9.0} ms"),
             (_, Some(tps)) => {
-                println!("{what:<34} {tps:>7.1} tok/s ({:.1} GB/s of weights)", num("gb_per_s").unwrap_or(0.0))
+                say!("{what:<34} {tps:>7.1} tok/s ({:.1} GB/s of weights)", num("gb_per_s").unwrap_or(0.0))
             }
             _ => {}
         }

@@ -64,31 +64,24 @@ pub fn run(a: HistoryArgs) -> Result<(), Error> {
             .iter()
             .map(|t| lenses::read(&p, t, budget).and_then(|r| lenses::inspect(&p, &r)))
             .collect::<Result<Vec<_>, _>>()?;
-        let hash = history::weights_hash(&p.model);
-        checkpoints.push(history::checkpoint(step, &path.display().to_string(), hash, &readings)?);
+        checkpoints.push(history::checkpoint(step, &path.display().to_string(), &p, &readings)?);
         if !a.json {
             eprintln!("step {step}: {} read ({:.1} s so far)", path.display(), started.elapsed().as_secs_f64());
         }
     }
     let h = history::history(&name, a.text.len(), checkpoints)?;
     match a.json {
-        true => println!("{}", serde_json::to_string(&h)?),
+        true => say!("{}", serde_json::to_string(&h)?),
         false => print(&h, started.elapsed().as_secs_f64()),
     }
     Ok(())
 }
 
 fn print(h: &History, seconds: f64) {
-    println!(
-        "{}: {} checkpoints, {} layers, {} texts, read in {seconds:.1} s",
-        h.model,
-        h.steps.len(),
-        h.layers,
-        h.texts
-    );
-    println!("\nattention entropy per layer (nats; ± half the spread over the texts)");
+    say!("{}: {} checkpoints, {} layers, {} texts, read in {seconds:.1} s", h.model, h.steps.len(), h.layers, h.texts);
+    say!("\nattention entropy per layer (nats; ± half the spread over the texts)");
     let heads: Vec<String> = (0..h.layers).map(|l| format!("{:>13}", format!("layer {l}"))).collect();
-    println!("{:>8}  {}", "step", heads.join(""));
+    say!("{:>8}  {}", "step", heads.join(""));
     for c in &h.checkpoints {
         let cells: Vec<String> = c
             .entropy
@@ -97,13 +90,13 @@ fn print(h: &History, seconds: f64) {
             .map(|(e, s)| format!("{:>13}", format!("{e:.3} ±{:.3}", s / 2.0)))
             .collect();
         let copy = c.same_as.map(|s| format!("  the same weights as step {s}")).unwrap_or_default();
-        println!("{:>8}  {}{copy}", c.step, cells.join(""));
+        say!("{:>8}  {}{copy}", c.step, cells.join(""));
     }
     for (later, earlier) in &h.identical {
-        println!("\nstep {later} has exactly step {earlier}'s weights: it is left out of the verdicts.");
+        say!("\nstep {later} has exactly step {earlier}'s weights: it is left out of the verdicts.");
     }
-    println!();
+    say!("");
     for v in &h.verdict {
-        println!("- {}", v.sentence);
+        say!("- {}", v.sentence);
     }
 }

@@ -64,7 +64,7 @@ pub fn run(a: InspectArgs) -> Result<(), Error> {
         let other = self::read(&model, second, left, a.backend)?;
         let c = inspect::compare(&model, &read, &other)?;
         match a.json {
-            true => println!("{}", serde_json::to_string(&c)?),
+            true => say!("{}", serde_json::to_string(&c)?),
             false => print_comparison(&c),
         }
         return Ok(());
@@ -74,9 +74,9 @@ pub fn run(a: InspectArgs) -> Result<(), Error> {
         d.write(&inspect::dump(&model, &read)?)?;
     }
     if a.json {
-        println!("{}", serde_json::to_string(&report)?);
+        say!("{}", serde_json::to_string(&report)?);
     } else if a.csv {
-        print!("{}", inspect::table::csv(&report));
+        say_part!("{}", inspect::table::csv(&report));
     } else {
         print(&report, &model);
     }
@@ -92,9 +92,12 @@ struct Dump {
 
 impl Dump {
     fn open(path: &std::path::Path, inputs: &[PathBuf]) -> Result<Dump, Error> {
+        use std::os::unix::fs::MetadataExt;
         let refuse = |why: String| Error::Config(format!("--dump {}: {why}", path.display()));
-        let same = |a: &std::path::Path| match (a.canonicalize(), path.canonicalize()) {
-            (Ok(a), Ok(b)) => a == b,
+        let existing = std::fs::metadata(path).ok();
+        // The same file under any name: the same path, a link, or a hard link (the same inode).
+        let same = |a: &std::path::Path| match (std::fs::metadata(a), &existing) {
+            (Ok(a), Some(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
             _ => false,
         };
         if let Some(input) = inputs.iter().find(|i| same(i)) {
@@ -102,6 +105,10 @@ impl Dump {
                 "that is {}, which the model is read from; choose another path",
                 input.display()
             )));
+        }
+        // A FIFO would hang until something reads it, a device would take the dump nowhere.
+        if existing.as_ref().is_some_and(|m| !m.is_file()) {
+            return Err(refuse("is not a regular file (a folder, a FIFO or a device): --dump writes a file".into()));
         }
         let made = !path.exists();
         // Opened now (not truncated), written at the end.
@@ -163,7 +170,7 @@ pub fn read(m: &Pretrained, text: &str, budget: u64, backend: BackendChoice) -> 
 
 fn print(r: &Inspection, m: &Pretrained) {
     let cfg = &m.model.cfg;
-    println!(
+    say!(
         "{}: {} layers, {} heads, width {}, context {}, {} weights ({}), read on {}",
         r.model,
         r.n_layer,
@@ -175,19 +182,19 @@ fn print(r: &Inspection, m: &Pretrained) {
         r.on
     );
     let shown: Vec<String> = r.pieces.iter().map(|p| format!("[{}]", p.replace(' ', "\u{2423}"))).collect();
-    println!("{} tokens: {}", r.tokens.len(), shown.join(""));
-    println!("\n{}", inspect::words::in_words(r));
+    say!("{} tokens: {}", r.tokens.len(), shown.join(""));
+    say!("\n{}", inspect::words::in_words(r));
     if let Some(k) = inspect::words::kernel_in_words(r) {
-        println!("\n{k}");
+        say!("\n{k}");
     }
-    println!("\nlayer  |x| before LN  radius after LN (sqrt C = {:.2})  off the sphere after the gain  entropy per head (nats)  kernel TV per head", (cfg.d_model as f64).sqrt());
+    say!("\nlayer  |x| before LN  radius after LN (sqrt C = {:.2})  off the sphere after the gain  entropy per head (nats)  kernel TV per head", (cfg.d_model as f64).sqrt());
     for l in &r.layers {
         let ent: Vec<String> = l.heads.iter().map(|h| format!("{:.2}", h.entropy)).collect();
         let tv: Vec<String> = l.heads.iter().map(|h| format!("{:.2}", h.kernel_tv_mean)).collect();
         // Post-LN's last norm ends the last block; Pre-LN's final norm stands after it.
         let last = if cfg.arch.post_norm { "out" } else { "ln_f" };
         let name = if l.layer == r.n_layer { last.to_string() } else { l.layer.to_string() };
-        println!(
+        say!(
             "{name:>5}  {:>13.2}  {:>8.3} (worst {:.1e})  {:>28.1}%  {:<24}  {}",
             l.residual_norm,
             l.radius.mean,
@@ -197,42 +204,42 @@ fn print(r: &Inspection, m: &Pretrained) {
             tv.join(" ")
         );
     }
-    println!("\nThrough depth (layers as time):");
+    say!("\nThrough depth (layers as time):");
     if let Some(d) = inspect::words::depth_in_words(&r.depth) {
-        println!("{d}");
+        say!("{d}");
     }
     for v in &r.depth.verdicts {
-        println!("- {}", v.sentence);
+        say!("- {}", v.sentence);
     }
     for e in &r.depth.errors {
-        println!("- not fitted: {e}");
+        say!("- not fitted: {e}");
     }
     let candidates = |i: usize| r.next[i].iter().map(|(t, p)| format!("{t:?} {p:.2}")).collect::<Vec<_>>().join(", ");
     match (r.predicts.as_str(), r.pieces.last()) {
         ("masked", _) if r.masks.is_empty() => {
-            println!("\nA masked LM fills in its mask token: put one in the text (BERT's [MASK]) for its candidates.")
+            say!("\nA masked LM fills in its mask token: put one in the text (BERT's [MASK]) for its candidates.")
         }
         ("masked", _) => {
             for &i in &r.masks {
-                println!("\nAt the mask (token {}) the model fills in: {}", i + 1, candidates(i));
+                say!("\nAt the mask (token {}) the model fills in: {}", i + 1, candidates(i));
             }
         }
-        (_, Some(piece)) => println!("\nAfter {piece:?} the model expects: {}", candidates(r.next.len() - 1)),
+        (_, Some(piece)) => say!("\nAfter {piece:?} the model expects: {}", candidates(r.next.len() - 1)),
         _ => {}
     }
 }
 
 fn print_comparison(c: &Comparison) {
     let shown = |p: &[String]| p.iter().map(|p| format!("[{}]", p.replace(' ', "\u{2423}"))).collect::<String>();
-    println!("{}: two texts", c.model);
-    println!("first:  {}\nsecond: {}", shown(&c.pieces[0]), shown(&c.pieces[1]));
-    println!("\n{}", inspect::words::compare_in_words(c));
-    println!(
+    say!("{}: two texts", c.model);
+    say!("first:  {}\nsecond: {}", shown(&c.pieces[0]), shown(&c.pieces[1]));
+    say!("\n{}", inspect::words::compare_in_words(c));
+    say!(
         "\nlayer  shared tokens moved (mean after the change, most, degrees)  entropy per head: first -> second (nats)"
     );
     for l in &c.layers {
         let heads: Vec<String> =
             l.entropy[0].iter().zip(&l.entropy[1]).map(|(a, b)| format!("{a:.2}->{b:.2}")).collect();
-        println!("{:>5}  {:>27.2} {:>8.2}  {}", l.layer, l.mean_angle, l.max_angle, heads.join(" "));
+        say!("{:>5}  {:>27.2} {:>8.2}  {}", l.layer, l.mean_angle, l.max_angle, heads.join(" "));
     }
 }

@@ -1,10 +1,19 @@
 //! `lab`: the Spherewalk engine headless. Every command can print JSON for scripts.
 
+/// `println!` and `print!` that never panic (`output`).
+macro_rules! say {
+    ($($t:tt)*) => { $crate::output::print(format_args!($($t)*), true) };
+}
+macro_rules! say_part {
+    ($($t:tt)*) => { $crate::output::print(format_args!($($t)*), false) };
+}
+
 mod alloc;
 mod args;
 mod bench;
 mod history;
 mod inspect;
+mod output;
 mod race;
 mod sample;
 mod science;
@@ -193,7 +202,7 @@ fn train(a: TrainArgs) -> Result<(), Error> {
         return Err(Error::Config(format!("--flow {depth}: this model's depths are 0 to {layers}")));
     }
     if a.print_config {
-        println!("{}", exp.to_json());
+        say!("{}", exp.to_json());
         return Ok(());
     }
     if let Some(dir) = &a.save {
@@ -257,7 +266,7 @@ fn train(a: TrainArgs) -> Result<(), Error> {
                 });
                 match &bar {
                     Some(b) => b.set_message(format!("train {loss:.4}  val {val:.4}")),
-                    None if a.json => println!("{line}"),
+                    None if a.json => say!("{line}"),
                     None => eprintln!("step {step:>6}  train {loss:.4}  val {val:.4}"),
                 }
             }
@@ -283,10 +292,10 @@ fn train(a: TrainArgs) -> Result<(), Error> {
         summary.flow = Some(session.flow(depth)?);
     }
     if a.json {
-        println!("{}", serde_json::to_string(&summary)?);
+        say!("{}", serde_json::to_string(&summary)?);
     } else {
         let fmt = |v: Option<f32>| v.map_or("-".to_string(), |v| format!("{v:.4}"));
-        println!(
+        say!(
             "val loss {} (bigram {:.4}, unigram {:.4}) after {} steps in {wall:.1} s",
             fmt(summary.final_val_loss),
             summary.bigram_val_loss,
@@ -294,7 +303,7 @@ fn train(a: TrainArgs) -> Result<(), Error> {
             summary.steps
         );
         if let Some(f) = &summary.flow {
-            println!(
+            say!(
                 "depth {}: Brownian RMSE {:.3e} (D {:.3e}), particles RMSE {:.3e} (beta {:.2}, {:.3e} per step): {} fits \
                  better",
                 f.depth, f.rmse_brownian, f.diffusion, f.rmse_particles, f.beta, f.time_scale, f.better
@@ -309,7 +318,7 @@ fn print_written(session: &Session, as_json: bool, bar: Option<&indicatif::Progr
     let Some(w) = session.written().last() else { return };
     if as_json {
         let line = json!({"step": w.step, "sample": {"prompt": w.sample.prompt, "text": w.sample.text, "seed": w.sample.seed}});
-        println!("{line}");
+        say!("{line}");
         return;
     }
     let text =
@@ -338,15 +347,15 @@ fn gradcheck(as_json: bool) -> Result<(), Error> {
     let cases = engine::gradcheck::check_all()?;
     let max = cases.iter().map(|c| c.max_rel_err).fold(0.0, f64::max);
     if as_json {
-        println!("{}", json!({"cases": cases, "max_rel_err": max}));
+        say!("{}", json!({"cases": cases, "max_rel_err": max}));
     } else {
         for c in &cases {
-            println!("{:?} causal={}: max relative error {:.2e}", c.activation, c.causal, c.max_rel_err);
+            say!("{:?} causal={}: max relative error {:.2e}", c.activation, c.causal, c.max_rel_err);
             for t in &c.tensors {
-                println!("    {:<28} {:.2e}", t.name, t.rel_err);
+                say!("    {:<28} {:.2e}", t.name, t.rel_err);
             }
         }
-        println!("overall max relative error {max:.2e}");
+        say!("overall max relative error {max:.2e}");
     }
     let tol = engine::gradcheck::TOLERANCE;
     if max >= tol {
@@ -377,9 +386,9 @@ fn eval(dir: PathBuf, data: Option<String>, grads_out: Option<PathBuf>, as_json:
     }
     let out = json!({"loss": loss, "tokens": cache.count, "step": trainer.step_count(), "grads": grads_out});
     if as_json {
-        println!("{out}");
+        say!("{out}");
     } else {
-        println!("loss {loss:.5} on validation batch 0 ({} scored tokens)", cache.count);
+        say!("loss {loss:.5} on validation batch 0 ({} scored tokens)", cache.count);
     }
     Ok(())
 }

@@ -141,11 +141,17 @@ pub fn run(a: RaceArgs) -> Result<(), Error> {
         "optimizers": results.iter().map(|(n, lr, runs, s)| json!({"name": n, "lr": lr, "summary": s, "runs": runs})).collect::<Vec<_>>(),
     });
     if a.json {
-        println!("{out}");
+        say!("{out}");
     } else {
-        println!(
+        say!(
             "{:<7} {:>8} {:>7} {:>16} {:>16} {:>16} {:>10}",
-            "optim", "lr", "reached", "steps to target", "s to target", "final val", "ms/step"
+            "optim",
+            "lr",
+            "reached",
+            "steps to target",
+            "s to target",
+            "final val",
+            "ms/step"
         );
         let fmt = |v: &serde_json::Value| match (v[0].as_f64(), v[1].as_f64()) {
             (Some(m), Some(s)) => format!("{m:.3} ± {s:.3}"),
@@ -153,7 +159,7 @@ pub fn run(a: RaceArgs) -> Result<(), Error> {
             _ => "never".to_string(),
         };
         for (n, lr, _, s) in &results {
-            println!(
+            say!(
                 "{n:<7} {lr:>8} {:>7} {:>16} {:>16} {:>16} {:>10}",
                 s["reached"].as_str().unwrap_or(""),
                 fmt(&s["steps_to_target"]),

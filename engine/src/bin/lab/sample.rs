@@ -75,11 +75,11 @@ pub fn run(a: SampleArgs) -> Result<(), Error> {
     };
     for s in samples {
         if a.json {
-            println!("{}", serde_json::to_string(&s)?);
+            say!("{}", serde_json::to_string(&s)?);
         } else {
             let mean = s.steps.iter().map(|t| t.p).sum::<f64>() / s.steps.len() as f64;
-            println!("--- seed {} (mean probability of the tokens drawn {mean:.2}) ---", s.seed);
-            println!("{}\u{2502}{}", s.prompt, s.text);
+            say!("--- seed {} (mean probability of the tokens drawn {mean:.2}) ---", s.seed);
+            say!("{}\u{2502}{}", s.prompt, s.text);
         }
     }
     Ok(())

@@ -49,10 +49,10 @@ pub fn run_brownian(a: BrownianArgs) -> Result<(), Error> {
     };
     let rep = brownian::simulate(&cfg)?;
     if a.json {
-        println!("{}", json!({"engine_version": engine::VERSION, "brownian": rep}));
+        say!("{}", json!({"engine_version": engine::VERSION, "brownian": rep}));
         return Ok(());
     }
-    println!(
+    say!(
         "Brownian motion on S^{} of radius {}, D = {}, {:?}, {} walkers, dt = {}: rate (n-1)D/R^2 = {:.4}",
         a.dim - 1,
         a.radius,
@@ -62,15 +62,29 @@ pub fn run_brownian(a: BrownianArgs) -> Result<(), Error> {
         a.dt,
         rep.rate
     );
-    println!(
+    say!(
         "{:>7} {:>8} {:>17} {:>8} {:>6} {:>17} {:>8}",
-        "step", "t", "E[cos] (sim)", "theory", "z", "MSD (sim)", "theory"
+        "step",
+        "t",
+        "E[cos] (sim)",
+        "theory",
+        "z",
+        "MSD (sim)",
+        "theory"
     );
     for s in &rep.samples {
         let o = &s.sim;
-        println!(
+        say!(
             "{:>7} {:>8.4} {:>8.4} ± {:<6.4} {:>8.4} {:>6.2} {:>8.4} ± {:<6.4} {:>8.4}",
-            o.step, o.t, o.mean_cos, o.mean_cos_se, s.theory_cos, s.z_cos, o.msd, o.msd_se, s.theory_msd
+            o.step,
+            o.t,
+            o.mean_cos,
+            o.mean_cos_se,
+            s.theory_cos,
+            s.z_cos,
+            o.msd,
+            o.msd_se,
+            s.theory_msd
         );
     }
     Ok(())

@@ -112,23 +112,37 @@ pub fn run_joma(a: JomaArgs) -> Result<(), Error> {
         plot_joma(path, &[&rep]).map_err(|e| plot_error(path, e))?;
     }
     if a.run.json {
-        println!("{}", serde_json::to_string(&rep)?);
+        say!("{}", serde_json::to_string(&rep)?);
         return Ok(());
     }
-    println!(
+    say!(
         "{} with {:?} MLP, {} layers, {} steps: val loss {:.4} (uniform entropy {:.4})",
-        rep.data, rep.mlp, rep.model.layers, rep.steps, rep.final_val_loss, rep.uniform_entropy
+        rep.data,
+        rep.mlp,
+        rep.model.layers,
+        rep.steps,
+        rep.final_val_loss,
+        rep.uniform_entropy
     );
     for l in &rep.layers {
         let s = &l.entropy;
-        println!(
+        say!(
             "layer {}: entropy {:.4} -> min {:.4} at step {} -> final {:.4} (rebound {:.4}, {:?})",
-            l.layer, s.initial, s.min, s.min_step, s.last, s.rebound, s.shape
+            l.layer,
+            s.initial,
+            s.min,
+            s.min_step,
+            s.last,
+            s.rebound,
+            s.shape
         );
         if let (Some(w), Some(chance)) = (&l.within_chunk, rep.within_chunk_chance) {
-            println!(
+            say!(
                 "         within-chunk mass {:.4} -> final {:.4} (max {:.4}; uniform {:.4})",
-                w.initial, w.last, w.max, chance
+                w.initial,
+                w.last,
+                w.max,
+                chance
             );
         }
     }
@@ -170,7 +184,7 @@ pub(super) fn run_toy(a: &JomaArgs) -> Result<(), Error> {
         run.entropy.iter().copied().enumerate().filter(|(s, _)| s % every == 0 || *s == last).collect();
     if a.run.json {
         let curve: Vec<_> = curve.iter().map(|(s, h)| json!({"step": s, "entropy": h})).collect();
-        println!(
+        say!(
             "{}",
             json!({"engine_version": engine::VERSION, "config": run.config, "mu": run.mu,
                    "summary": run.summary, "curve": curve})
@@ -179,14 +193,19 @@ pub(super) fn run_toy(a: &JomaArgs) -> Result<(), Error> {
     }
     let s = &run.summary;
     let mu: Vec<String> = run.mu.iter().map(|m| format!("{m:.3}")).collect();
-    println!("JoMA toy dynamics, seed {}: mu = [{}]", a.run.seed, mu.join(", "));
-    println!(
+    say!("JoMA toy dynamics, seed {}: mu = [{}]", a.run.seed, mu.join(", "));
+    say!(
         "entropy {:.4} -> min {:.4} at step {} -> final {:.4} (rebound {:.4}, {:?})",
-        s.initial, s.min, s.min_step, s.last, s.rebound, s.shape
+        s.initial,
+        s.min,
+        s.min_step,
+        s.last,
+        s.rebound,
+        s.shape
     );
     let coarse = (500 / every).max(1);
     for (step, h) in curve.iter().step_by(coarse) {
-        println!("{step:>6} {h:>8.4}");
+        say!("{step:>6} {h:>8.4}");
     }
     Ok(())
 }

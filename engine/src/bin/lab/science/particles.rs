@@ -55,12 +55,12 @@ pub fn run_particles(a: ParticlesArgs) -> Result<(), Error> {
     let rec = particles::simulate(&mut p, a.beta, a.time, a.dt, record, a.layers)?;
     if a.json {
         for c in &rec {
-            println!("{}", json!(c));
+            say!("{}", json!(c));
         }
         return Ok(());
     }
     let how = if a.layers { "layer map" } else { "flow (RK4)" };
-    println!(
+    say!(
         "{} particles on S^{}, beta = {}, {how}, dt = {}, start {start:?}, seed {}",
         a.tokens,
         a.dim - 1,
@@ -68,11 +68,16 @@ pub fn run_particles(a: ParticlesArgs) -> Result<(), Error> {
         a.dt,
         a.seed
     );
-    println!("{:>8} {:>11} {:>11} {:>11} {:>12} {:>9}", "t", "mean <x,y>", "min", "max", "pairs >.999", "clusters");
+    say!("{:>8} {:>11} {:>11} {:>11} {:>12} {:>9}", "t", "mean <x,y>", "min", "max", "pairs >.999", "clusters");
     for c in &rec {
-        println!(
+        say!(
             "{:>8.3} {:>11.6} {:>11.6} {:>11.6} {:>12.4} {:>9}",
-            c.t, c.mean_inner, c.min_inner, c.max_inner, c.clustered, c.clusters
+            c.t,
+            c.mean_inner,
+            c.min_inner,
+            c.max_inner,
+            c.clustered,
+            c.clusters
         );
     }
     Ok(())

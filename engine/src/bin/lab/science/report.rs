@@ -121,7 +121,7 @@ pub fn run_report(a: ReportArgs) -> Result<(), Error> {
     let all = json!({"engine_version": engine::VERSION, "quick": a.quick, "sphere": sphere, "joma_gelu": gelu,
                      "joma_identity": linear, "joma_gelu_seeds": gelu_seeds, "joma_identity_seeds": linear_seeds, "brownian": bm, "joma_toy": toy.summary, "ito": ito, "race": race, "joma_text": joma_text});
     std::fs::write(a.out.join("report.json"), serde_json::to_string(&all)?)?;
-    print!("{md}");
+    say_part!("{md}");
     Ok(())
 }
 

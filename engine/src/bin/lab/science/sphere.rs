@@ -285,7 +285,7 @@ pub fn run_sphere(a: SphereArgs) -> Result<(), Error> {
         plot_sphere(path, &rep).map_err(|e| plot_error(path, e))?;
     }
     if a.run.json {
-        println!("{}", serde_json::to_string(&rep)?);
+        say!("{}", serde_json::to_string(&rep)?);
         return Ok(());
     }
     print_sphere(&rep);
@@ -293,7 +293,7 @@ pub fn run_sphere(a: SphereArgs) -> Result<(), Error> {
 }
 
 pub(super) fn print_sphere(rep: &SphereReport) {
-    println!(
+    say!(
         "{} after {} steps: val loss {:.4}; {} probe frames of {} rows ({} KiB)",
         rep.data,
         rep.steps,
@@ -303,18 +303,24 @@ pub(super) fn print_sphere(rep: &SphereReport) {
         rep.probe_bytes >> 10
     );
     let w = &rep.walkers;
-    println!(
+    say!(
         "{} walkers from token {} through the head-averaged attention: max |share - exact| per layer {:?}",
         w.walkers,
         w.start,
         w.max_abs_error.iter().map(|e| format!("{e:.3}")).collect::<Vec<_>>()
     );
-    println!(
+    say!(
         "\n{:>5} {:>10} {:>12} {:>12} {:>12} {:>12} {:>12}",
-        "layer", "max |u| err", "after eps", "gain offset", "gain angle", "pure TV", "pure TV raw"
+        "layer",
+        "max |u| err",
+        "after eps",
+        "gain offset",
+        "gain angle",
+        "pure TV",
+        "pure TV raw"
     );
     for r in &rep.radius {
-        println!(
+        say!(
             "{:>5} {:>10.2e} {:>12.2e} {:>12.4} {:>12.4} {:>12.2e} {:>12.2e}",
             r.layer,
             r.radius.max_rel_err,
@@ -325,28 +331,46 @@ pub(super) fn print_sphere(rep: &SphereReport) {
             r.pure_kernel_tv_raw
         );
     }
-    println!("(eps = {:e}: |u| = sqrt(d var / (var + eps)) sits a hair inside sqrt(d))", rep.layer_norm_eps);
-    println!(
+    say!("(eps = {:e}: |u| = sqrt(d var / (var + eps)) sits a hair inside sqrt(d))", rep.layer_norm_eps);
+    say!(
         "\n{:>5} {:>4} {:>10} {:>10} {:>10} {:>10}   (uniform entropy {:.4})",
-        "layer", "head", "H first", "H final", "kernel TV", "TV max", rep.uniform_entropy
+        "layer",
+        "head",
+        "H first",
+        "H final",
+        "kernel TV",
+        "TV max",
+        rep.uniform_entropy
     );
     for h in &rep.heads {
-        println!(
+        say!(
             "{:>5} {:>4} {:>10.4} {:>10.4} {:>10.4} {:>10.4}",
-            h.layer, h.head, h.entropy_initial, h.entropy, h.kernel_tv_mean, h.kernel_tv_max
+            h.layer,
+            h.head,
+            h.entropy_initial,
+            h.entropy,
+            h.kernel_tv_mean,
+            h.kernel_tv_max
         );
     }
     let head = ["layer", "phase", "D (line)", "D (steps)", "95% interval", "R^2", "KS mean", "KS max"];
-    println!(
+    say!(
         "\n{:>5} {:>6} {:>10} {:>10} {:>21} {:>8} {:>8} {:>8}",
-        head[0], head[1], head[2], head[3], head[4], head[5], head[6], head[7]
+        head[0],
+        head[1],
+        head[2],
+        head[3],
+        head[4],
+        head[5],
+        head[6],
+        head[7]
     );
     for f in rep.training_fits.iter().chain(std::iter::once(&rep.depth_fit)) {
         let layer = f.layer.map_or("all".into(), |l| l.to_string());
         let d = f.diffusion.map_or("-".into(), |v| format!("{v:.3e}"));
         let ml = f.diffusion_ml.map_or("-".into(), |v| format!("{v:.3e}"));
         let ci = f.diffusion_ci.map_or("-".into(), |[a, b]| format!("{a:.3e}-{b:.3e}"));
-        println!(
+        say!(
             "{layer:>5} {:>6} {d:>10} {ml:>10} {ci:>21} {:>8} {:>8} {:>8} {}",
             f.phase,
             opt(f.r_squared),
@@ -355,18 +379,26 @@ pub(super) fn print_sphere(rep: &SphereReport) {
             f.error.as_deref().unwrap_or("")
         );
     }
-    println!(
+    say!(
         "\nBrownian diffusion or the particles' attention flow (RMSE over E[cos] and the pairs' mean inner product; \
          * the flow's whole time used):"
     );
     let head = ["layer", "phase", "Brownian", "particles", "beta", "scale", "KS B", "KS p", "better"];
-    println!(
+    say!(
         "{:>5} {:>6} {:>10} {:>10} {:>7} {:>9} {:>6} {:>6} {:>10}",
-        head[0], head[1], head[2], head[3], head[4], head[5], head[6], head[7], head[8]
+        head[0],
+        head[1],
+        head[2],
+        head[3],
+        head[4],
+        head[5],
+        head[6],
+        head[7],
+        head[8]
     );
     for f in rep.training_fits.iter().chain(std::iter::once(&rep.depth_fit)) {
         let Some(c) = &f.flow else { continue };
-        println!(
+        say!(
             "{:>5} {:>6} {:>10.3e} {:>10.3e} {:>7.2} {:>9.3e}{} {:>6.3} {:>6.3} {:>10}",
             f.layer.map_or("all".into(), |l| l.to_string()),
             f.phase,
