@@ -128,6 +128,9 @@ fn tensorflow_names_read_alike_and_what_bert_cannot_run_is_refused() {
     let r: Value = serde_json::from_str(out.trim()).unwrap();
     assert_eq!(r["tokens"], serde_json::json!([2, 5, 7, 4, 3]));
     assert_close(&tensors(&dump), &tensors(&dir.join("reference.safetensors")), "gamma");
+    // An empty text is refused as every family refuses it, not read as [CLS] [SEP].
+    let (ok, _, err) = lab(&["inspect", "--model", d, "--text", ""]);
+    assert!(!ok && err.contains("the text is empty"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 
     // A BertModel has no masked-LM head.

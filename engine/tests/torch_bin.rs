@@ -61,9 +61,10 @@ fn a_pickle_that_would_run_a_command_is_refused() {
     assert!(e.contains("names posix.system, which a saved state dict does not use"), "{e}");
 }
 
-#[test]
-fn a_bin_checkpoint_reads_as_its_safetensors_does() {
-    let dir = support::scratch("torch-bin", "neox");
+/// The GPT-NeoX fixture twice under a scratch folder: `safetensors/` as the fixture writes it, and
+/// `bin/` with the same config and tokenizer beside the committed .bin of the same weights.
+fn neox_both_ways(name: &str) -> (PathBuf, PathBuf, PathBuf) {
+    let dir = support::scratch("torch-bin", name);
     let (safe, bin) = (dir.join("safetensors"), dir.join("bin"));
     support::fixture("families/fixture.py", &safe, &["--family", "gpt_neox"]);
     std::fs::create_dir_all(&bin).unwrap();
@@ -71,6 +72,12 @@ fn a_bin_checkpoint_reads_as_its_safetensors_does() {
         std::fs::copy(safe.join(f), bin.join(f)).unwrap();
     }
     std::fs::copy(committed("gpt_neox.bin"), bin.join("pytorch_model.bin")).unwrap();
+    (dir, safe, bin)
+}
+
+#[test]
+fn a_bin_checkpoint_reads_as_its_safetensors_does() {
+    let (dir, safe, bin) = neox_both_ways("neox");
     let text = "The tokens walk on the sphere.";
     let dump = |d: &Path| {
         let out = d.join("dump.safetensors");
@@ -94,5 +101,23 @@ fn a_bin_checkpoint_reads_as_its_safetensors_does() {
     for (name, t) in &da {
         assert_eq!(t, &db[name], "{name}: the same from the .bin");
     }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A .bin is held three times over while it is rewritten (the file, its tensors gathered, the
+/// safetensors written from them), so the memory check counts it so: a limit that holds the
+/// model from its safetensors refuses it from its .bin, before anything is read.
+#[test]
+fn a_bin_is_counted_with_its_copies_against_the_memory_limit() {
+    use engine::pretrained::{families::Family, Pretrained};
+    let (dir, safe, bin) = neox_both_ways("limit");
+    let (_, cfg) = Family::of_config(&std::fs::read(safe.join("config.json")).unwrap()).unwrap();
+    let len = |p: PathBuf| std::fs::metadata(p).unwrap().len();
+    let (safe_len, bin_len) = (len(safe.join("model.safetensors")), len(bin.join("pytorch_model.bin")));
+    let budget = engine::memory::weight_bytes(&cfg).unwrap() + safe_len.max(bin_len) + 1;
+    assert!(Pretrained::open(&safe, budget).is_ok(), "the safetensors fits");
+    let e = Pretrained::open(&bin, budget).unwrap_err().to_string();
+    assert!(e.contains("over the memory limit"), "{e}");
+    assert!(Pretrained::open(&bin, budget + 2 * bin_len).is_ok(), "the .bin fits with room for its copies");
     let _ = std::fs::remove_dir_all(&dir);
 }

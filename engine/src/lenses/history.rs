@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use super::Inspection;
 use crate::error::{Error, Result};
 use crate::model::Model;
+use crate::pretrained::Pretrained;
 
 /// Less than this change in a layer's entropy (nats) is no fall and no rise; nor is less than
 /// half the spread over the texts at a checkpoint (the texts then disagree more than it moves).
@@ -27,6 +28,9 @@ pub struct Checkpoint {
     pub name: String,
     /// A hash of every weight's bits (`weights_hash`), as 16 hex digits.
     pub hash: String,
+    /// The model's family and sizes: every checkpoint of a history is of one model.
+    #[serde(default)]
+    pub model: String,
     /// The earlier checkpoint (its step) with exactly these weights, if any.
     pub same_as: Option<u64>,
     /// Per layer, over the texts: the mean attention entropy (nats) and its spread (largest minus
@@ -77,8 +81,17 @@ pub fn weights_hash(model: &Model<f32>) -> String {
     format!("{:016x}", h.finish())
 }
 
-/// One checkpoint's readings of the texts, summed up.
-pub fn checkpoint(step: u64, name: &str, hash: String, readings: &[Inspection]) -> Result<Checkpoint> {
+/// One checkpoint (`p`, at `step`, from `name`) and its readings of the texts, summed up.
+pub fn checkpoint(step: u64, name: &str, p: &Pretrained, readings: &[Inspection]) -> Result<Checkpoint> {
+    let m = &p.model.cfg;
+    let model = format!(
+        "{} of {} layers, width {}, {} heads and {} tokens",
+        p.family.name(),
+        m.layers,
+        m.d_model,
+        m.heads,
+        m.vocab
+    );
     let first = readings.first().ok_or_else(|| Error::Config("a history needs at least one text".into()))?;
     let n = readings.len() as f64;
     let layers = first.n_layer;
@@ -115,7 +128,8 @@ pub fn checkpoint(step: u64, name: &str, hash: String, readings: &[Inspection]) 
     Ok(Checkpoint {
         step,
         name: name.to_string(),
-        hash,
+        hash: weights_hash(&p.model),
+        model,
         same_as: None,
         entropy,
         spread,
@@ -131,6 +145,14 @@ pub fn history(model: &str, texts: usize, mut checkpoints: Vec<Checkpoint>) -> R
     checkpoints.sort_by_key(|c| c.step);
     if let Some(w) = checkpoints.windows(2).find(|w| w[0].step == w[1].step) {
         return Err(Error::Config(format!("{} and {} are both step {}", w[0].name, w[1].name, w[0].step)));
+    }
+    if let Some((a, b)) =
+        checkpoints.first().and_then(|a| checkpoints.iter().find(|b| b.model != a.model).map(|b| (a, b)))
+    {
+        return Err(Error::Config(format!(
+            "{} is a {} where {} is a {}: a history is one model's training, every checkpoint the same model",
+            b.name, b.model, a.name, a.model
+        )));
     }
     let layers = checkpoints.first().map_or(0, |c| c.entropy.len());
     if let Some(c) = checkpoints.iter().find(|c| c.entropy.len() != layers) {
@@ -234,17 +256,15 @@ fn layer_verdict(l: usize, cs: &[&Checkpoint]) -> LayerVerdict {
     LayerVerdict { layer: l, kind: kind.into(), sentence: format!("Layer {l}'s attention entropy {words}{texts}.") }
 }
 
-/// The step in a checkpoint's path: the last `stepN` among its folder names (Pythia's revisions
-/// are named so: `…/resolve/step3000`), or None.
+/// The step in a checkpoint's path: its last folder name that ends in `stepN` (Pythia's revisions
+/// are named so: `…/resolve/step3000`), or None when N is no whole number of 64 bits. A name
+/// whose `step` is followed by more than digits (`step1e3`) is not a step.
 pub fn step_in_name(path: &str) -> Option<u64> {
-    path.rsplit(['/', '\\'])
-        .filter_map(|part| {
-            part.find("step").and_then(|i| {
-                let digits: String = part[i + 4..].chars().take_while(char::is_ascii_digit).collect();
-                digits.parse().ok()
-            })
-        })
-        .next()
+    fn digits(part: &str) -> Option<&str> {
+        let d = &part[part.rfind("step")? + 4..];
+        (!d.is_empty() && d.bytes().all(|b| b.is_ascii_digit())).then_some(d)
+    }
+    path.rsplit(['/', '\\']).find_map(digits).and_then(|d| d.parse().ok())
 }
 
 #[cfg(test)]
@@ -256,6 +276,7 @@ mod tests {
             step,
             name: format!("step{step}"),
             hash: hash.into(),
+            model: "GPT-NeoX of 2 layers, width 64, 4 heads and 320 tokens".into(),
             same_as: None,
             entropy: entropy.to_vec(),
             spread: vec![0.01; entropy.len()],
@@ -314,5 +335,19 @@ mod tests {
         assert_eq!(step_in_name("/tmp/pythia-14m-step0/"), Some(0));
         assert_eq!(step_in_name("ckpt/step512/model"), Some(512));
         assert_eq!(step_in_name("pythia-14m/main"), None);
+        // Not steps: a number that is not whole, one past 64 bits (not the earlier folder's).
+        assert_eq!(step_in_name("pythia-14m/step1e3"), None);
+        assert_eq!(step_in_name("pythia-14m/step5/step99999999999999999999"), None);
+    }
+
+    #[test]
+    fn checkpoints_of_two_models_are_no_history() {
+        let wider = Checkpoint {
+            model: "GPT-NeoX of 2 layers, width 128, 4 heads and 320 tokens".into(),
+            ..at(2, "b", &[1.0, 1.0])
+        };
+        let e = history("pythia", 1, vec![at(1, "a", &[1.0, 1.0]), wider]).unwrap_err().to_string();
+        assert!(e.contains("step2 is a GPT-NeoX of 2 layers, width 128"), "{e}");
+        assert!(e.contains("where step1 is a GPT-NeoX of 2 layers, width 64"), "{e}");
     }
 }

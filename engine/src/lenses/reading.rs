@@ -138,6 +138,10 @@ pub fn tokens_within(p: &Pretrained, text: &str, budget: u64) -> Result<Vec<u32>
 
 /// The text's tokens, refused when empty or longer than the model's context.
 pub fn tokens(p: &Pretrained, text: &str) -> Result<Vec<u32>> {
+    // Before the tokenizer: BERT's would give an empty text its [CLS] and [SEP].
+    if text.is_empty() {
+        return Err(Error::Data("the text is empty: type something for the model to read".into()));
+    }
     let ids = p.tokenizer.encode(text)?;
     let t = p.model.cfg.context;
     match ids.len() {

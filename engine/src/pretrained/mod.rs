@@ -54,7 +54,8 @@ impl Pretrained {
     /// Opens a model from its files' bytes (what the page fetches or the visitor picks). The
     /// memory budget decides before the weights are allocated.
     pub fn from_files(name: &str, files: ModelFiles, budget: u64) -> Result<Pretrained> {
-        let (family, cfg) = Self::check(files.config, files.weights.len() as u64, budget)?;
+        let held = torch_bin::held_while_read(files.weights.len() as u64, torch_bin::is_zip(files.weights));
+        let (family, cfg) = Self::check(files.config, held, budget)?;
         let tokenizer = match files.tokenizer {
             Some(f) => Tokenizer::from_files(f)?,
             None if family == Family::Gpt2 => builtin_tokenizer()?,
@@ -106,8 +107,9 @@ impl Pretrained {
         Ok(())
     }
 
-    /// The model `config_json` describes, if it is one the engine runs and its weights with a file
-    /// of `file_bytes` fit `budget`: what opening it checks before anything is allocated.
+    /// The model `config_json` describes, if it is one the engine runs and its weights with
+    /// `file_bytes` held while its file is read (`torch_bin::held_while_read`) fit `budget`: what
+    /// opening it checks before anything is allocated.
     pub fn check(config_json: &[u8], file_bytes: u64, budget: u64) -> Result<(Family, crate::config::ModelConfig)> {
         let (family, cfg) = Family::of_config(config_json)?;
         memory::check_open(&cfg, file_bytes, budget)?;
@@ -133,8 +135,9 @@ impl Pretrained {
         // Before the weights are read: a regular file, within the budget (of the length its header
         // says, for safetensors).
         let size = files::regular_len(&file, &what)?;
-        Self::check(&config, size, budget)?;
-        if !files::starts_with(&file, b"PK\x03\x04")? {
+        let zip = files::starts_with(&file, b"PK\x03\x04")?;
+        Self::check(&config, torch_bin::held_while_read(size, zip), budget)?;
+        if !zip {
             files::check_len(files::described_len(&file)?, size)?;
         }
         let weights = read_regular(&file, &what, budget)?;

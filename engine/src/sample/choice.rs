@@ -28,10 +28,18 @@ impl Default for Choice {
     }
 }
 
+/// The lowest temperature above 0 (greedy).
+pub const MIN_TEMPERATURE: f64 = 0.001;
+
 impl Choice {
     pub fn validate(&self) -> Result<()> {
-        if !(self.temperature.is_finite() && self.temperature >= 0.0 && self.temperature <= 100.0) {
-            return Err(Error::Config(format!("temperature must be from 0 (greedy) to 100, got {}", self.temperature)));
+        // Below 0.001 the logits over the temperature overflow (1e-320 gave NaN probabilities), and
+        // the writing is greedy in all but name.
+        let t = self.temperature;
+        if !(t.is_finite() && (t == 0.0 || (MIN_TEMPERATURE..=100.0).contains(&t))) {
+            return Err(Error::Config(format!(
+                "temperature must be 0 (greedy) or from {MIN_TEMPERATURE} to 100, got {t}"
+            )));
         }
         if !(self.top_p.is_finite() && self.top_p > 0.0 && self.top_p <= 1.0) {
             return Err(Error::Config(format!("top_p must be in (0, 1], got {}", self.top_p)));
@@ -221,6 +229,8 @@ mod tests {
         for c in [
             Choice { temperature: -1.0, ..Choice::default() },
             Choice { temperature: f64::NAN, ..Choice::default() },
+            Choice { temperature: 1e-320, ..Choice::default() },
+            Choice { temperature: 1e-4, ..Choice::default() },
             Choice { top_p: 0.0, ..Choice::default() },
             Choice { top_p: 1.5, ..Choice::default() },
         ] {
