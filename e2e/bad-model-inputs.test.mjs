@@ -106,6 +106,19 @@ test('a model the tab cannot hold is refused before its weights download, and a 
       res.writeHead(200, { 'Content-Type': 'application/octet-stream', 'Content-Length': '3250000000' });
       res.write(Buffer.alloc(1 << 16));
     },
+    // Weights with no length announced that never end: stopped at the most such a model's
+    // weights can take (each weight in 8 bytes, a header), not when the tab runs out of memory.
+    '/adv/endless/resolve/main/config.json': json(base),
+    '/adv/endless/resolve/main/tokenizer.json': (req, res) => res.writeHead(200).end(readFileSync(join(FIXTURE_DIR, 'tokenizer.json'))),
+    '/adv/endless/resolve/main/model.safetensors': (req, res) => {
+      res.writeHead(200, { 'Content-Type': 'application/octet-stream' });
+      const chunk = Buffer.alloc(1 << 20);
+      let open = true;
+      res.on('close', () => { open = false; });
+      const more = () => { while (open && res.write(chunk)); };
+      res.on('drain', more);
+      more();
+    },
     // Headers, then nothing.
     '/adv/stall/resolve/main/config.json': (req, res) => {
       res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': '500' });
@@ -124,6 +137,11 @@ test('a model the tab cannot hold is refused before its weights download, and a 
   await page.click('#hub-fetch');
   await waitError(page, /opening this model needs about [\d.]+ GiB \(weights 2\.[89] GiB, and the file 3\.0 GiB while it is read\), over the memory limit of 3\.0 GiB/);
   assert.equal(await page.isVisible('#model-progress'), false, 'the download stopped');
+
+  await page.fill('#hub-id', 'adv/endless');
+  await page.click('#hub-fetch');
+  await waitError(page, /the weights' file is [\d.]+ MiB, more than this model's weights can take \(at most [\d.]+ MiB\) \(after \d+ bytes of model\.safetensors, with no end announced: nothing was kept\)/);
+  assert.equal(await page.isVisible('#model-progress'), false, 'the endless download stopped');
 
   // A config.json whose server sends headers and then nothing: Cancel shows at once and works;
   // left alone, the download is given up after 20 s with a sentence.
@@ -222,6 +240,12 @@ test('the scripting API answers every bad argument with a rejected promise, and 
     ['spherewalk.train(() => 1)', /not a function/],
     ['spherewalk.train({ ...JSON.parse(spherewalk.experiment()), train: { ...JSON.parse(spherewalk.experiment()).train, steps: 1e9 } })', /over the page's limit of 1000000/],
     ['spherewalk.bench(5)', /not the number 5/],
+    // A Proxy whose traps throw is read through Reflect: a rejection, not an exception.
+    ['spherewalk.sample(new Proxy({}, { ownKeys() { throw new Error("no keys"); } }))', /the sample settings cannot be read: .*no keys/],
+    // A signal that had aborted before the call: the run never begins.
+    ['(() => { const c = new AbortController(); c.abort(); return spherewalk.train(JSON.parse(spherewalk.experiment()), null, { signal: c.signal }); })()', /stopped: the script's signal had aborted before the run began/],
+    ["spherewalk.history({ model: 'a/b', steps: '1', text: 5 })", /history\(spec\): text is the number 5, not a string/],
+    ["spherewalk.history({ model: 'a/b', steps: '1', text: 'x\\ud800' })", /text holds a lone surrogate/],
   ];
   for (const [src, want] of cases) {
     const got = await rejection(src);

@@ -20,10 +20,15 @@ pub struct Fetched {
     pub urls: Vec<String>,
 }
 
+/// The most a model's other files (config.json, its tokenizer's) may hold: Qwen2's tokenizer.json,
+/// among the largest, is 7 MB.
+const SMALL_FILE_BYTES: f64 = 64e6;
+
 /// Whether the tab can hold the model `config` describes with a weights file of `bytes` (0: the
-/// weights alone), said before anything large is read or downloaded.
-pub fn fits(config: &[u8], bytes: f64) -> Result<(), String> {
-    Pretrained::check(config, bytes as u64, MODEL_BUDGET).map(drop).map_err(|e| e.to_string())
+/// weights alone; `zip`: a pytorch_model.bin), said before anything large is read or downloaded.
+pub fn fits(config: &[u8], bytes: f64, zip: bool) -> Result<(), String> {
+    let held = engine::pretrained::torch_bin::held_while_read(bytes as u64, zip);
+    Pretrained::check(config, held, MODEL_BUDGET).map(drop).map_err(|e| e.to_string())
 }
 
 /// The files under `base` (a model's folder at a revision). Ok(None): `still` said the fetch is no
@@ -58,10 +63,15 @@ pub async fn fetch(
             "merges.txt" => &text,
             _ => &json,
         };
-        let weights = |len: Option<f64>| fits(&config, len.unwrap_or(0.0));
-        let anything = |_: Option<f64>| Ok(());
+        let weights = |len: Option<f64>| fits(&config, len.unwrap_or(0.0), file == "pytorch_model.bin");
+        let small = |len: Option<f64>| match len {
+            Some(l) if l > SMALL_FILE_BYTES => {
+                Err(format!("{file} is over {} MB, far more than such a file holds", SMALL_FILE_BYTES / 1e6))
+            }
+            _ => Ok(()),
+        };
         let announced: hub::Announced =
-            if matches!(file, "model.safetensors" | "pytorch_model.bin") { &weights } else { &anything };
+            if matches!(file, "model.safetensors" | "pytorch_model.bin") { &weights } else { &small };
         let got = hub::download(lab, &url, file, controller, check, announced).await;
         if !still() {
             return Ok(None);
@@ -70,7 +80,7 @@ pub async fn fetch(
             Some(Got { bytes, note }) => {
                 if file == "config.json" {
                     config = bytes.to_vec();
-                    fits(&config, 0.0)?;
+                    fits(&config, 0.0, false)?;
                 }
                 out.bulk.push(bytes.into());
                 // The model worker reads a .bin as the safetensors it holds.

@@ -140,13 +140,18 @@ async fn measure(
 
 /// Starts reading the history: each checkpoint fetched, measured and dropped in turn.
 pub fn start(lab: Lab) {
+    start_with(lab, lab.real.text.get_untracked());
+}
+
+/// [`start`] reading `text` (a script's, which leaves the visitor's text box as it is).
+fn start_with(lab: Lab, text: String) {
     let h = lab.real.history;
     let model = h.model.get_untracked().trim().to_string();
     let steps = match steps(&h.steps.get_untracked()) {
         Ok(s) => s,
         Err(e) => return h.error.set(Some(e)),
     };
-    let texts = vec![lab.real.text.get_untracked()];
+    let texts = vec![text];
     cancel(lab);
     let Ok(controller) = web_sys::AbortController::new() else { return };
     h.abort.set_value(Some(controller.clone()));
@@ -228,13 +233,15 @@ pub fn cancel(lab: Lab) {
 
 /// `spherewalk.history({model, steps, text})`: the run, resolved with its history when it ends.
 pub fn script(lab: Lab, model: String, steps: String, text: Option<String>, resolve: Function, reject: Function) {
+    // One history at a time: a second call would cancel the first and answer both with its own.
+    if SCRIPTS.with_borrow(|s| !s.is_empty()) {
+        let why = "a history is being read for an earlier call: wait until it settles";
+        return drop(reject.call1(&JsValue::NULL, &js_sys::Error::new(why).into()));
+    }
     let h = lab.real.history;
     h.model.set(model);
     h.steps.set(steps);
-    if let Some(t) = text {
-        lab.real.text.set(t);
-    }
-    start(lab);
+    start_with(lab, text.unwrap_or_else(|| lab.real.text.get_untracked()));
     match h.error.get_untracked() {
         Some(e) => drop(reject.call1(&JsValue::NULL, &js_sys::Error::new(&e).into())),
         None => SCRIPTS.with_borrow_mut(|s| s.push((resolve, reject))),

@@ -154,6 +154,14 @@ pub async fn download(
         }
         let chunk: Uint8Array = Reflect::get(&part, &"value".into()).map_err(text)?.unchecked_into();
         loaded += chunk.length() as f64;
+        // A body past its announced length, or without one, is held to what its length would have
+        // had to allow: a download that never ends stops at the limit, not when the tab dies.
+        if total.is_none_or(|t| loaded > t) {
+            if let Err(why) = announced(Some(loaded)) {
+                controller.abort();
+                return Err(format!("{why} (after {loaded} bytes of {what}, with no end announced: nothing was kept)"));
+            }
+        }
         chunks.push(chunk);
         lab.real.progress.set(Some(Progress { what: what.to_string(), loaded, total }));
     }

@@ -229,7 +229,7 @@ pub fn open_files(lab: Lab, files: Vec<web_sys::File>) {
             Ok(b) => b.to_vec(),
             Err(why) => return failed(lab, why),
         };
-        if let Err(why) = fits(&config_bytes, weights.size()) {
+        if let Err(why) = fits(&config_bytes, weights.size(), weights.name().ends_with(".bin")) {
             return failed(lab, why);
         }
         let mut bulk = Vec::new();
@@ -473,8 +473,10 @@ pub fn on_worker_lost(lab: Lab, why: String) {
         let _ = reject.call1(&JsValue::NULL, &js_sys::Error::new(&why).into());
     }
     super::history::on_worker_lost(&why);
-    lab.real.sent.set_value(Vec::new());
+    // An opening it died in fails as a refused one does: its files' copies are dropped too (a file
+    // that crashed the worker would crash the next one).
     on_opened(lab, lab.real.opening.get_value(), None, Some(why));
+    lab.real.sent.set_value(Vec::new());
 }
 
 /// Settles the `spherewalk.inspect` call waiting for reading `id`, if any.

@@ -154,6 +154,9 @@ fn train(config: JsValue, on_event: JsValue, options: JsValue) -> Promise {
         )));
     }
     let signal = Reflect::get(&options, &"signal".into()).ok().and_then(|s| s.dyn_into::<web_sys::AbortSignal>().ok());
+    if signal.as_ref().is_some_and(web_sys::AbortSignal::aborted) {
+        return Promise::reject(&refusal("stopped: the script's signal had aborted before the run began"));
+    }
     let command = Command::Create { experiment: Box::new(experiment), settings: None, run: true, second_worker: true };
     in_worker(command, on_event, signal, |event| match event {
         Event::Summary { summary } => Some(to_js_result(summary)),
@@ -219,9 +222,11 @@ fn refusal(why: &str) -> JsValue {
 /// that is not text (a lone surrogate, half of a UTF-16 pair), naming the field.
 fn plain_fields(value: &JsValue, what: &str) -> Result<(), JsValue> {
     let Some(obj) = value.dyn_ref::<Object>() else { return Ok(()) };
-    for key in Object::keys(obj).iter() {
+    // Through Reflect, which catches: a Proxy's traps may throw.
+    let unreadable = |e: JsValue| refusal(&format!("{what} cannot be read: {}", common::js::error_text(&e)));
+    for key in Reflect::own_keys(obj).map_err(unreadable)?.iter().filter(JsValue::is_string) {
         let name = key.as_string().unwrap_or_default();
-        let v = Reflect::get(obj, &key).unwrap_or(JsValue::UNDEFINED);
+        let v = Reflect::get(obj, &key).map_err(unreadable)?;
         if let Some(n) = v.as_f64().filter(|n| !n.is_finite()) {
             return Err(refusal(&format!("{what}: {name} is {n}; give a finite number")));
         }
@@ -304,7 +309,21 @@ pub fn install(lab: Lab) {
         let Some(steps) = field("steps") else {
             return Promise::reject(&refusal("history(spec) takes {model, steps, text}: steps is a string of steps"));
         };
-        let text = field("text");
+        // The text, when given, is a string of text: not a number, not a lone surrogate.
+        let text = match js_sys::Reflect::get(&spec, &"text".into()).unwrap_or(JsValue::UNDEFINED) {
+            t if t.is_undefined() => None,
+            t => match t.dyn_ref::<js_sys::JsString>() {
+                Some(s) if s.is_valid_utf16() => Some(String::from(s)),
+                Some(_) => {
+                    return Promise::reject(&refusal(
+                        "history(spec): text holds a lone surrogate (half of a UTF-16 pair), which is not text",
+                    ))
+                }
+                None => {
+                    return Promise::reject(&refusal(&format!("history(spec): text is {}, not a string", kind_of(&t))))
+                }
+            },
+        };
         Promise::new(&mut |resolve, reject| {
             crate::lab::history::script(lab, model.clone(), steps.clone(), text.clone(), resolve, reject)
         })

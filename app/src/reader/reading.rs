@@ -6,7 +6,7 @@ use engine::gpu::reader::GpuReader;
 use engine::gpu::{GpuContext, GpuError};
 use engine::lenses::{self, history, Read};
 use engine::memory::{self, MODEL_BUDGET};
-use engine::pretrained::{ModelFiles, Pretrained, TokenizerFiles};
+use engine::pretrained::{torch_bin, ModelFiles, Pretrained, TokenizerFiles};
 use engine::sample::{self, SampleSpec};
 use engine::session::BackendChoice;
 use wasm_bindgen::JsValue;
@@ -63,13 +63,13 @@ impl Reader {
             }
         };
         // A model refused from its config (or too large for the tab) never closes the one open now.
-        if let Err(e) = Pretrained::check(files.config, files.weights.len() as u64, MODEL_BUDGET) {
+        let file = torch_bin::held_while_read(files.weights.len() as u64, torch_bin::is_zip(files.weights));
+        if let Err(e) = Pretrained::check(files.config, file, MODEL_BUDGET) {
             let open = self.pretrained.as_ref().map(summary);
             return self.post(Event::Opened { id, open, error: Some(e.to_string()) });
         }
         let held = self.pretrained.as_ref().map_or(0, |p| 4 * p.model.params.len() as u64);
-        let fits_beside = held > 0
-            && Pretrained::check(files.config, files.weights.len() as u64, MODEL_BUDGET.saturating_sub(held)).is_ok();
+        let fits_beside = held > 0 && Pretrained::check(files.config, file, MODEL_BUDGET.saturating_sub(held)).is_ok();
         if !fits_beside {
             self.pretrained = None;
         }
@@ -159,7 +159,7 @@ impl Reader {
                     })
                     .collect::<Result<Vec<_>, _>>()
                     .map_err(|e| e.to_string())?;
-                history::checkpoint(step, name, history::weights_hash(&p.model), &readings).map_err(|e| e.to_string())
+                history::checkpoint(step, name, &p, &readings).map_err(|e| e.to_string())
             });
         self.post(Event::Measured { id, result: result.map(Box::new) });
     }
