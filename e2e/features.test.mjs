@@ -135,6 +135,8 @@ test('presets, links, bad input, panels, export and speed', { timeout: 240_000 }
 
   // Speed: a long run of the default model; frames and steps per second over 3 s of training.
   await open(page, '#s=' + encodeURIComponent(JSON.stringify({ steps: 5000, steps_per_second: 0 })));
+  // The frames this page draws before the run, on this machine: the yardstick for those during it.
+  const idle = await ratesOver(page, 2000);
   await page.click('#start');
   await page.waitForFunction(() => Number(document.getElementById('step')?.textContent) >= 5, null, { timeout: 30_000 });
   const speed = await ratesOver(page, 3000);
@@ -147,7 +149,7 @@ test('presets, links, bad input, panels, export and speed', { timeout: 240_000 }
     `browser ms/step, default browser experiment (CPU path): ${(1000 / speed.stepsPerSec).toFixed(2)} ms wall per step; ` +
       `${pageMsPerStep} per optimizer step inside the training chunks`,
   );
-  assert.ok(speed.fps >= 10, `the animation keeps going while training (${speed.fps.toFixed(1)} fps)`);
+  assert.ok(speed.fps >= idle.fps / 4, `the animation keeps going while training (${speed.fps.toFixed(1)} fps, ${idle.fps.toFixed(1)} before)`);
   assert.ok(speed.stepsPerSec > 1, `training makes progress (${speed.stepsPerSec.toFixed(1)} steps/s)`);
 
   // The sphere: points drawn, trails, depth slider, colour by position, drag to rotate.

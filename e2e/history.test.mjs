@@ -62,14 +62,15 @@ test('a training history: each checkpoint\'s entropy per layer as lab history ha
   verdicts.forEach(([, words], l) => assert.ok(words.startsWith(`Layer ${l}'s attention entropy`), words));
   // The same run through the JS API resolves to lab history's object; a second call while it runs
   // is refused (it would have cancelled the first and answered both), and the visitor's text stays.
-  await page.fill('#model-text', 'the visitor typed this');
+  await page.fill('#history-text', 'the visitor typed this');
   const [scripted, second] = await page.evaluate(([id, text]) => {
     const first = spherewalk.history({ model: id, steps: '0, 1000, 2000, 4000', text });
     const again = spherewalk.history({ model: id, steps: '0, 1000', text }).then(() => 'resolved', (e) => `rejected: ${e.message}`);
     return Promise.all([first, again]);
   }, [ID, TEXT]);
   assert.match(second, /^rejected: a history is being read for an earlier call/);
-  assert.equal(await page.inputValue('#model-text'), 'the visitor typed this');
+  assert.equal(await page.inputValue('#history-text'), 'the visitor typed this');
+  await page.fill('#history-text', TEXT);
   assert.deepEqual(scripted.steps, cli.steps);
   scripted.entropy.forEach((row, k) => row.forEach((e, l) => assert.ok(Math.abs(e - cli.entropy[k][l]) <= 1e-4)));
   await page.locator('#model-history').scrollIntoViewIfNeeded();

@@ -132,13 +132,16 @@ test('never frozen: with WebGL and canvases on a software GPU, Pause takes effec
     await open(page, hash);
     assert.match(await page.getAttribute('#sphere', 'data-renderer'), /^canvas 2d \(WebGL is drawn in software here/);
     assert.equal(await page.isVisible('#webgl-anyway'), true, 'the sphere panel offers WebGL anyway');
-    await page.click('#start');
-    await stepTo(page, from, 120_000);
-    const fps = await page.evaluate(() => new Promise((done) => {
+    const framesPerSecond = () => page.evaluate(() => new Promise((done) => {
       let n = 0; const t0 = performance.now();
       const f = () => { n++; if (performance.now() - t0 < 2000) requestAnimationFrame(f); else done(n / 2); };
       requestAnimationFrame(f);
     }));
+    // This machine's frames before the run: the yardstick for those while it trains.
+    const idle = await framesPerSecond();
+    await page.click('#start');
+    await stepTo(page, from, 120_000);
+    const fps = await framesPerSecond();
     const waits = [];
     for (let i = 0; i < 3; i++) {
       const t0 = Date.now();
@@ -150,9 +153,9 @@ test('never frozen: with WebGL and canvases on a software GPU, Pause takes effec
     }
     // Pause takes effect after the step in flight.
     const stepMs = parseFloat(await textOf(page, '#speed')) || 0;
-    notes.push(`${name}: ${fps} frames/s while training, Pause in ${waits.join(', ')} ms (a step ${stepMs} ms)`);
+    notes.push(`${name}: ${fps} frames/s while training (${idle} before), Pause in ${waits.join(', ')} ms (a step ${stepMs} ms)`);
     assert.ok(median(waits) <= 300 + stepMs, `${name}: Pause took ${waits} ms`);
-    assert.ok(fps >= 10, `${name}: ${fps} frames per second`);
+    assert.ok(fps >= idle / 4, `${name}: ${fps} frames per second while training, ${idle} before`);
     await page.click('#start');
     await waitPhase(page, ['paused']);
   }
