@@ -33,6 +33,27 @@ pub fn safetensors_len(head: &[u8]) -> Result<u64> {
     fn refuse<T>(why: String) -> Result<T> {
         Err(Error::Checkpoint(format!("model.safetensors: {why}")))
     }
+    // What a file that is no safetensors is, by its first bytes: the sentence names it.
+    let start = head.iter().skip_while(|b| b.is_ascii_whitespace());
+    if start.clone().next() == Some(&b'<') {
+        return refuse(
+            "it is an HTML page, not safetensors: the server sent a web page (a missing file, a login or an error \
+             page) instead of the model's weights"
+                .into(),
+        );
+    }
+    if head.starts_with(b"PK\x03\x04") {
+        return refuse(
+            "it is a zip archive (PyTorch's pytorch_model.bin), not safetensors: name it pytorch_model.bin".into(),
+        );
+    }
+    if head.first() == Some(&0x80) && head.get(1).is_some_and(|p| (2..=5).contains(p)) {
+        return refuse(
+            "it is a bare pickle (PyTorch's file before 1.6), not safetensors: the lab reads safetensors and \
+             torch.save's zip (load it and save it again in PyTorch 1.6 or later)"
+                .into(),
+        );
+    }
     let Some(n) = head.get(..8).map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes"))) else {
         return refuse(format!(
             "the file has {} bytes: too short to be safetensors (an interrupted download?)",
@@ -133,19 +154,28 @@ pub fn described_len(path: &std::path::Path) -> Result<u64> {
     use std::io::Read;
     let cannot = |e: std::io::Error| Error::Checkpoint(format!("cannot read {}: {e}", path.display()));
     let mut f = std::fs::File::open(path).map_err(cannot)?;
-    let mut n = [0u8; 8];
-    if f.read_exact(&mut n).is_err() {
-        return safetensors_len(&[]);
-    }
-    let header = u64::from_le_bytes(n).min(HEADER_LIMIT + 1);
-    let mut head = n.to_vec();
-    f.take(header).read_to_end(&mut head).map_err(cannot)?;
+    let mut head = Vec::with_capacity(8);
+    (&mut f).take(8).read_to_end(&mut head).map_err(cannot)?;
+    // A file of fewer than 8 bytes is named with its own length.
+    let Some(n) = head.get(..8).map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes"))) else {
+        return safetensors_len(&head);
+    };
+    f.take(n.min(HEADER_LIMIT + 1)).read_to_end(&mut head).map_err(cannot)?;
     safetensors_len(&head)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn what_is_served_as_safetensors_is_named_by_its_first_bytes() {
+        let named = |head: &[u8]| safetensors_len(head).unwrap_err().to_string();
+        assert!(named(b"\n<!DOCTYPE html><p>Sign in").contains("it is an HTML page, not safetensors"));
+        assert!(named(b"PK\x03\x04\x14\x00\x00\x00").contains("it is a zip archive"));
+        assert!(named(b"\x80\x02\x8a\x0alZ\xfc").contains("a bare pickle (PyTorch's file before 1.6)"));
+        assert!(named(b"abcd").contains("the file has 4 bytes: too short"));
+    }
 
     #[test]
     fn json_may_start_with_a_byte_order_mark_and_an_html_page_is_named() {
