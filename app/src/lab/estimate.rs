@@ -13,7 +13,8 @@ pub fn estimate(lab: Lab) -> String {
     let steps = s.steps;
     let eval = (steps / 20).max(1);
     let loading = lab.site.loading.with(Option::is_some);
-    let measured = lab.pace.current(lab).and_then(Result::ok);
+    let running = lab.phase.get() == common::protocol::Phase::Running;
+    let measured = lab.pace.current(lab).or_else(|| running.then(|| lab.pace.last()).flatten()).and_then(Result::ok);
     let per_step_s = measured.as_ref().map(|(w, r)| w.step_seconds(r));
     let run_s = measured.as_ref().map(|(w, r)| w.seconds(r)).unwrap_or(0.0);
     let machine_rate = per_step_s.map(|t| 1.0 / t.max(1e-6));
@@ -37,6 +38,7 @@ pub fn estimate(lab: Lab) -> String {
         (None, None) if loading => {
             format!("{steps} steps (validation every {eval}) as fast as possible: measured on this computer")
         }
+        (None, None) if running => format!("{steps} steps (validation every {eval}) as fast as possible"),
         (None, None) => match lab.pace.current(lab) {
             Some(Err(e)) => format!("{steps} steps (validation every {eval}) as fast as possible (not measured: {e})"),
             _ => format!("{steps} steps (validation every {eval}) as fast as possible: measuring this computer..."),
@@ -49,7 +51,6 @@ pub fn estimate(lab: Lab) -> String {
         out.push_str(&format!(". Slow size: about {t:.1} s a step in the browser"));
     }
     // Once steps are measured, what is left at the measured rate (this machine, this run).
-    let running = lab.phase.get() == common::protocol::Phase::Running;
     if let (true, Some(rate)) = (running, lab.steps_per_second.get().filter(|r| *r > 0.0)) {
         let left = steps.saturating_sub(lab.step.get());
         let rate = s.pace().map_or(rate, |p| p.min(rate));

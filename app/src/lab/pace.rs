@@ -35,6 +35,12 @@ impl Pace {
         self.measured.with(|m| m.as_ref().filter(|(k, _)| *k == key).map(|(_, m)| m.clone()))
     }
 
+    /// The last measure made, of whichever run: a run that is going keeps its line (its writing
+    /// prompt, set as it starts, makes it another run to the estimate, measured once it stops).
+    pub fn last(self) -> Option<Measure> {
+        self.measured.with(|m| m.as_ref().map(|(_, m)| m.clone()))
+    }
+
     /// A crashed worker answers nothing: the next worker is asked again.
     pub fn forget_asked(self) {
         self.asked.set(None);
