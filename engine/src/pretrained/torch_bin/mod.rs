@@ -11,7 +11,8 @@
 //! pickle's values take at most [`pickle::VALUE_BYTES_PER_BYTE`] times its own size (a value memoised once
 //! and repeated a billion times would take gigabytes), every zip entry is at most the file's size,
 //! and a tensor's view holds at most as many bytes as its storage (a stride of 0 would repeat one
-//! number 2^62 times).
+//! number 2^62 times). What torch.save never writes (entries outside the pickle's folder or more of
+//! them than storages, bytes around the archive, a comment) is refused, not ignored in silence.
 
 mod pickle;
 
@@ -93,12 +94,44 @@ fn gather(v: &View, storage: &[u8]) -> Result<Vec<u8>> {
     Ok(out)
 }
 
+/// The entries torch.save writes beside the storages: data.pkl, byteorder, version,
+/// .format_version, .storage_alignment, .data/version, .data/serialization_id, with room to spare.
+const RECORDS: usize = 16;
+
+/// Refuses an archive torch.save would not write, rather than ignore part of it without a word:
+/// entries outside the pickle's folder, bytes before or after the archive, a comment.
+fn as_torch_saves(zip: &zip::ZipArchive<Cursor<&[u8]>>, bytes: &[u8], prefix: &str) -> Result<()> {
+    for name in zip.file_names() {
+        let name = name.or_else(|e| refuse(format!("an entry's name is unreadable ({e})")))?;
+        let inside = name.starts_with(prefix) && !name.split(['/', '\\']).any(|part| part == "..");
+        if inside {
+            continue;
+        }
+        let shown: String = name.chars().take(80).collect();
+        return refuse(format!("its entry {shown:?} lies outside its folder {prefix:?}, as torch.save never writes"));
+    }
+    if !zip.comment().is_empty() {
+        return refuse(format!(
+            "its archive carries a comment of {} bytes, which torch.save never writes",
+            zip.comment().len()
+        ));
+    }
+    // The end record is the archive's last 22 bytes (with no comment): anything after it is junk.
+    let ends = bytes.len() >= 22 && bytes[bytes.len() - 22..].starts_with(b"PK\x05\x06");
+    if zip.offset() > 0 || !ends {
+        return refuse("it has bytes before or after its zip archive, which torch.save never writes");
+    }
+    Ok(())
+}
+
 /// The state dict in `bytes` (torch.save's zip) as safetensors bytes, every tensor contiguous.
 pub fn to_safetensors(bytes: &[u8]) -> Result<Vec<u8>> {
     let mut zip = zip::ZipArchive::new(Cursor::new(bytes)).or_else(|e| refuse(format!("not a readable zip ({e})")))?;
     let pickle_name = zip.file_names().filter_map(|n| n.ok()).find(|n| n.ends_with("data.pkl")).map(|n| n.into_owned());
     let Some(pickle_name) = pickle_name else { return refuse("no data.pkl inside: not written by torch.save") };
     let prefix = pickle_name.trim_end_matches("data.pkl").to_string();
+    as_torch_saves(&zip, bytes, &prefix)?;
+    let entries = zip.len();
     // torch.save stores its entries uncompressed: none holds more than the whole file.
     let most = bytes.len() as u64;
     let mut read = |name: &str| -> Result<Vec<u8>> {
@@ -121,6 +154,13 @@ pub fn to_safetensors(bytes: &[u8]) -> Result<Vec<u8>> {
     let Value::Dict(items) = unpickle(&read(&pickle_name)?)? else {
         return refuse("its pickle holds no state dict (a dict of tensors)");
     };
+    let items = items.take();
+    if entries.saturating_sub(RECORDS) > items.len() {
+        return refuse(format!(
+            "it holds {entries} entries, more than its {} tensors' storages and torch.save's few records",
+            items.len()
+        ));
+    }
     let mut tensors = Vec::with_capacity(items.len());
     let mut places: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
     let mut named = Vec::with_capacity(items.len());
@@ -229,5 +269,32 @@ mod tests {
         file[local + 22..local + 26].copy_from_slice(&0xFFFF_FFF0u32.to_le_bytes());
         let e = to_safetensors(&file).unwrap_err().to_string();
         assert!(e.contains("claims 4294967280 bytes, more than the whole file"), "{e}");
+    }
+
+    #[test]
+    fn an_archive_torch_save_would_not_write_is_refused_not_read_in_part() {
+        let pickle = pickle::tests::state_dict(&[("w", "0")]);
+        let one = 1f32.to_le_bytes();
+        let good = zip_of(&[("archive/data.pkl", &pickle), ("archive/data/0", &one)]);
+        assert!(to_safetensors(&good).is_ok());
+        let outside = zip_of(&[("archive/data.pkl", &pickle), ("archive/data/0", &one), ("../evil", b"x")]);
+        let e = to_safetensors(&outside).unwrap_err().to_string();
+        assert!(e.contains(r#"its entry "../evil" lies outside its folder "archive/""#), "{e}");
+        let dotdot = zip_of(&[("archive/data.pkl", &pickle), ("archive/data/0", &one), ("archive/../x", b"x")]);
+        assert!(to_safetensors(&dotdot).unwrap_err().to_string().contains("lies outside"));
+        let junk = [&good[..], b"junk after the archive"].concat();
+        let e = to_safetensors(&junk).unwrap_err().to_string();
+        assert!(e.contains("bytes before or after its zip archive"), "{e}");
+        let mut many: Vec<(String, Vec<u8>)> = vec![("archive/data.pkl".into(), pickle.clone())];
+        many.extend((0..40).map(|i| (format!("archive/data/{i}"), one.to_vec())));
+        let many: Vec<(&str, &[u8])> = many.iter().map(|(n, b)| (n.as_str(), b.as_slice())).collect();
+        let e = to_safetensors(&zip_of(&many)).unwrap_err().to_string();
+        assert!(e.contains("it holds 41 entries, more than its 1 tensors' storages"), "{e}");
+        let mut commented = good.clone();
+        let n = commented.len();
+        commented[n - 2..].copy_from_slice(&5u16.to_le_bytes());
+        commented.extend(b"hello");
+        let e = to_safetensors(&commented).unwrap_err().to_string();
+        assert!(e.contains("a comment of 5 bytes"), "{e}");
     }
 }

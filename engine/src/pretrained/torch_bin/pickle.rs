@@ -1,6 +1,9 @@
 //! The state dict's pickle, run by a small interpreter that knows only the opcodes and globals a
 //! saved state dict uses (`torch_bin`), within limits checked before anything is allocated.
 
+use std::cell::RefCell;
+use std::rc::Rc;
+
 use safetensors::Dtype;
 
 use super::refuse;
@@ -59,6 +62,10 @@ pub(super) struct View {
     pub(super) stride: Vec<usize>,
 }
 
+/// A list or dict is shared, as in Python: the memo and the stack hold the same one, so what is
+/// set on it after it was memoised is seen through every reference (`torch.load` reads it so).
+pub(super) type Shared<T> = Rc<RefCell<Vec<T>>>;
+
 #[derive(Clone, Debug, PartialEq)]
 pub(super) enum Value {
     None,
@@ -67,8 +74,8 @@ pub(super) enum Value {
     Float(f64),
     Str(String),
     Tuple(Vec<Value>),
-    List(Vec<Value>),
-    Dict(Vec<(Value, Value)>),
+    List(Shared<Value>),
+    Dict(Shared<(Value, Value)>),
     Global(Global),
     Storage(Dtype, String),
     Tensor(View),
@@ -87,8 +94,11 @@ impl Value {
         let items = |v: &[Value]| v.iter().try_fold(node, |a, x| Ok(a + x.weigh(depth + 1)?));
         match self {
             Value::Str(s) | Value::Storage(_, s) => Ok(node + s.len()),
-            Value::Tuple(v) | Value::List(v) => items(v),
-            Value::Dict(d) => d.iter().try_fold(node, |a, (k, v)| Ok(a + k.weigh(depth + 1)? + v.weigh(depth + 1)?)),
+            Value::Tuple(v) => items(v),
+            Value::List(v) => items(&v.borrow()),
+            Value::Dict(d) => {
+                d.borrow().iter().try_fold(node, |a, (k, v)| Ok(a + k.weigh(depth + 1)? + v.weigh(depth + 1)?))
+            }
             Value::Tensor(t) => Ok(node + t.key.len() + 8 * (t.shape.len() + t.stride.len())),
             _ => Ok(node),
         }
@@ -104,8 +114,8 @@ impl Value {
             Value::Str(s) if s.len() <= 40 => format!("{s:?}"),
             Value::Str(s) => format!("a string of {} bytes", s.len()),
             Value::Tuple(v) => format!("a tuple of {}", v.len()),
-            Value::List(v) => format!("a list of {}", v.len()),
-            Value::Dict(d) => format!("a dict of {}", d.len()),
+            Value::List(v) => format!("a list of {}", v.borrow().len()),
+            Value::Dict(d) => format!("a dict of {}", d.borrow().len()),
             Value::Global(g) => format!("{g:?}"),
             Value::Storage(d, k) => format!("storage {k} ({d:?})"),
             Value::Tensor(t) => format!("a tensor of shape {:?}", t.shape),
@@ -212,7 +222,15 @@ pub(super) fn unpickle(bytes: &[u8]) -> Result<Value> {
                     return refuse(format!("its pickle is of protocol {p}; there are 0 to 5"));
                 }
             }
-            0x95 => drop(ops.take(8)?), // FRAME
+            0x95 => {
+                // FRAME: the length of the opcodes that follow, which must be there (as Python checks).
+                let b = ops.take(8)?;
+                let n = u64::from_le_bytes(b.try_into().expect("8 bytes"));
+                let left = (ops.bytes.len() - ops.at) as u64;
+                if n > left {
+                    return refuse(format!("its pickle announces a frame of {n} bytes where {left} are left"));
+                }
+            }
             b'.' => return pop(&mut stack),
             b'(' => stack.push(Value::Mark),
             b'N' => stack.push(Value::None),
@@ -269,13 +287,13 @@ pub(super) fn unpickle(bytes: &[u8]) -> Result<Value> {
                 let items = to_mark(&mut stack)?;
                 stack.push(Value::Tuple(items))
             }
-            b']' => stack.push(Value::List(vec![])),
-            b'}' => stack.push(Value::Dict(vec![])),
+            b']' => stack.push(Value::List(Shared::default())),
+            b'}' => stack.push(Value::Dict(Shared::default())),
             b'a' | b'e' => {
                 let items = if op == b'a' { vec![pop(&mut stack)?] } else { to_mark(&mut stack)? };
                 nest(&items)?;
                 match stack.last_mut() {
-                    Some(Value::List(l)) => l.extend(items),
+                    Some(Value::List(l)) => l.borrow_mut().extend(items),
                     _ => return refuse("its pickle appends to something that is not a list"),
                 }
             }
@@ -293,6 +311,7 @@ pub(super) fn unpickle(bytes: &[u8]) -> Result<Value> {
                 let Some(Value::Dict(d)) = stack.last_mut() else {
                     return refuse("its pickle sets an item on something that is not a dict");
                 };
+                let mut d = d.borrow_mut();
                 let mut it = items.into_iter();
                 while let (Some(k), Some(v)) = (it.next(), it.next()) {
                     d.push((k, v));
@@ -304,7 +323,7 @@ pub(super) fn unpickle(bytes: &[u8]) -> Result<Value> {
                     b'r' => ops.u32()?,
                     _ => memo.len(),
                 };
-                // PUT: the top of the stack, copied (and counted).
+                // PUT: the top of the stack (a list or dict shared, as in Python), counted as a copy.
                 let v = stack.last().unwrap_or(&Value::None);
                 budget.spend(v)?;
                 memo.insert(i, v.clone());
@@ -362,7 +381,7 @@ pub(super) fn unpickle(bytes: &[u8]) -> Result<Value> {
 fn call(f: Value, args: Value) -> Result<Value> {
     let Value::Tuple(args) = args else { return refuse("its pickle calls a function without a tuple of arguments") };
     match (f, args.as_slice()) {
-        (Value::Global(Global::OrderedDict), []) => Ok(Value::Dict(vec![])),
+        (Value::Global(Global::OrderedDict), []) => Ok(Value::Dict(Shared::default())),
         (Value::Global(Global::RebuildTensor), [Value::Storage(dtype, key), offset, shape, stride, ..]) => {
             Ok(Value::Tensor(View {
                 dtype: *dtype,
@@ -400,22 +419,49 @@ pub(super) mod tests {
         [&[b'X'][..], &(s.len() as u32).to_le_bytes(), s.as_bytes()].concat()
     }
 
+    /// `name`, then a float tensor of one element in storage `key`, as torch.save writes them.
+    fn entry(name: &str, key: &str) -> Vec<u8> {
+        let mut p = text(name);
+        p.extend(b"ctorch._utils\n_rebuild_tensor_v2\n(");
+        p.extend(b"(");
+        p.extend(text("storage"));
+        p.extend(b"ctorch\nFloatStorage\n");
+        p.extend(text(key));
+        p.extend(text("cpu"));
+        p.extend(b"K\x01tQK\x00K\x01\x85K\x01\x85\x89}tR");
+        p
+    }
+
     /// A state dict's pickle of float tensors of one element, `(name, storage key)` each, as
     /// torch.save writes it (protocol 2).
     pub(in crate::pretrained::torch_bin) fn state_dict(tensors: &[(&str, &str)]) -> Vec<u8> {
         let mut p = b"\x80\x02ccollections\nOrderedDict\n)R(".to_vec();
-        for (name, key) in tensors {
-            p.extend(text(name));
-            p.extend(b"ctorch._utils\n_rebuild_tensor_v2\n(");
-            p.extend(b"(");
-            p.extend(text("storage"));
-            p.extend(b"ctorch\nFloatStorage\n");
-            p.extend(text(key));
-            p.extend(text("cpu"));
-            p.extend(b"K\x01tQK\x00K\x01\x85K\x01\x85\x89}tR");
-        }
+        tensors.iter().for_each(|(name, key)| p.extend(entry(name, key)));
         p.extend(b"u.");
         p
+    }
+
+    #[test]
+    fn a_dict_set_after_it_was_memoised_is_seen_through_the_memo_as_in_python() {
+        // The dict memoised empty, filled, read back from the memo and set again: Python's memo holds
+        // the same dict, so the one read back has every key, the replaced one with its new tensor.
+        let mut p = b"\x80\x02ccollections\nOrderedDict\n)Rq\x01(".to_vec();
+        p.extend(entry("wte", "0"));
+        p.extend(entry("wpe", "1"));
+        p.extend(b"uh\x01(");
+        p.extend(entry("wte", "2"));
+        p.extend(b"u.");
+        let Value::Dict(d) = unpickle(&p).unwrap() else { panic!("not a dict") };
+        let keys: Vec<_> = d
+            .borrow()
+            .iter()
+            .map(|(k, v)| match (k, v) {
+                (Value::Str(k), Value::Tensor(t)) => format!("{k}={}", t.key),
+                _ => panic!("not a named tensor"),
+            })
+            .collect();
+        // A dict keeps a key's first place and its last value (torch_bin::to_safetensors).
+        assert_eq!(keys, ["wte=0", "wpe=1", "wte=2"]);
     }
 
     #[test]
@@ -452,8 +498,11 @@ pub(super) mod tests {
     }
 
     #[test]
-    fn a_protocol_no_python_writes_is_refused() {
+    fn a_protocol_no_python_writes_or_a_frame_past_the_end_is_refused() {
         let e = unpickle(b"\x80\xff}.").unwrap_err().to_string();
         assert!(e.contains("protocol 255"), "{e}");
+        assert!(unpickle(b"\x80\x04\x95\x02\x00\x00\x00\x00\x00\x00\x00}.").is_ok());
+        let e = unpickle(b"\x80\x04\x95\xff\xff\xff\xff\x00\x00\x00\x00}.").unwrap_err().to_string();
+        assert!(e.contains("a frame of 4294967295 bytes where 2 are left"), "{e}");
     }
 }
