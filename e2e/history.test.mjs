@@ -76,6 +76,32 @@ test('a training history: each checkpoint\'s entropy per layer as lab history ha
   await page.locator('#model-history').scrollIntoViewIfNeeded();
   await page.screenshot({ path: join(ARTIFACTS, 'model-history.png') });
 
+  // A checkpoint whose weights fail to read (NaN) stops the run, and is not kept: once the hub
+  // serves the right file, Start again reads it. A browser with no room to keep a checkpoint says so.
+  const dropCached = (step) => page.evaluate(async (s) => {
+    const cache = await caches.open('spherewalk-models');
+    for (const r of await cache.keys()) if (r.url.includes(`/step${s}/`)) await cache.delete(r);
+  }, step);
+  await dropCached(2000);
+  await page.route('**/step2000/model.safetensors', async (route) => {
+    const body = Buffer.from(await (await route.fetch()).body());
+    const header = 8 + Number(body.readBigUInt64LE(0));
+    body.fill(0xff, header);
+    await route.fulfill({ status: 200, body, headers: { 'content-type': 'application/octet-stream' } });
+  });
+  await page.click('#history-start');
+  await page.waitForSelector('#history-error', { timeout: 60_000 });
+  assert.match(await textOf(page, '#history-error'), /^step 2000: .*a weight must be a finite number.*Start again fetches them anew/);
+  await page.unroute('**/step2000/model.safetensors');
+  await dropCached(4000);
+  await page.evaluate(() => {
+    Cache.prototype.put = () => Promise.reject(new DOMException('no room', 'QuotaExceededError'));
+  });
+  await page.click('#history-start');
+  await page.waitForFunction(() => document.getElementById('history-verdicts')?.dataset.settled === 'true', null, { timeout: 120_000 });
+  assert.deepEqual(JSON.parse(await page.getAttribute('#history-chart', 'data-values')), values, 'the same history once the file is right');
+  assert.match(await textOf(page, '#history-notes'), /would not keep .*no room: the browser's storage for this site is full/);
+
   // A checkpoint opens in the lenses.
   await page.click('#history-open button >> text="step 4000"');
   await page.waitForFunction(() => /^spherewalk\/pythia-fixture@step4000: 3 layers/.test(document.getElementById('model-opened')?.textContent ?? ''), null, { timeout: 60_000 });

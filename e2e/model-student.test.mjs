@@ -81,6 +81,13 @@ test('a student reads a real model: sentences with the engine\'s numbers, two te
   cmp.next.forEach((row, i) => assert.ok(nextSides[i].includes(`${Math.round(100 * row[0][1])}%`), `${nextSides[i]} against ${row[0]}`));
   await page.locator('#model-compare').scrollIntoViewIfNeeded();
   await page.screenshot({ path: join(ARTIFACTS, 'model-compare.png') });
+  // A comparison that fails (an empty second text) says why, and no older comparison stays beside it.
+  await page.fill('#model-text-b', '');
+  await page.click('#model-compare-run');
+  await page.waitForSelector('#model-compare-error', { timeout: 60_000 });
+  assert.match(await textOf(page, '#model-compare-error'), /empty/);
+  assert.equal(await page.locator('#model-compare-layers').count(), 0, 'the earlier comparison is gone');
+  await page.fill('#model-text-b', SECOND);
 
   // Labels never overlap; a token whose label was left out is named when the pointer is over it.
   const sphere = (name) => page.evaluate((n) => document.getElementById('sphere').dataset[n], name);

@@ -95,6 +95,17 @@ fn the_history_of_checkpoints_is_the_reference_attention_s_entropy() {
     assert!(ok, "{err}");
     assert!(text.contains("step 3000 has exactly step 1000's weights: it is left out of the verdicts."), "{text}");
 
+    // A checkpoint that cannot be read (its folder renamed away during the run) stops the history
+    // with its step and path named, and the checkpoints read before it are kept.
+    let gone = root.join("step4000").display().to_string();
+    let (ok, out, err) = lab(&[args.as_slice(), &["--model", gone.as_str(), "--json"]].concat());
+    assert!(!ok && err.contains(&format!("step 4000 ({gone}):")), "{err}");
+    assert!(err.contains("the history above holds the 4 checkpoints read before it"), "{err}");
+    let kept: Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(kept["entropy"], h["entropy"], "the readings before the failure, as the full run had them");
+    let (ok, out, err) = lab(&["history", "--model", gone.as_str(), "--text", "a"]);
+    assert!(!ok && out.is_empty() && err.contains(&format!("step 4000 ({gone}):")), "{err}");
+
     // Steps that do not match the checkpoints, or a folder without one, are refused by name.
     let (ok, _, err) = lab(&[args.as_slice(), &["--steps", "1,2"]].concat());
     assert!(!ok && err.contains("--steps gives 2 steps for 4 checkpoints"), "{err}");

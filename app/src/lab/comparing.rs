@@ -66,6 +66,10 @@ pub fn on_compared(lab: Lab, id: u64, result: Result<Box<Comparison>, String>) {
     c.waiting.set_value(None);
     match result {
         Ok(r) => c.result.set(Some(*r)),
-        Err(e) => c.error.set(Some(e)),
+        // The comparison shown is of the texts asked for, or none: never an older one beside the error.
+        Err(e) => {
+            c.result.set(None);
+            c.error.set(Some(e))
+        }
     }
 }

@@ -37,6 +37,8 @@ pub struct HistoryRun {
     /// "Checkpoint 3 of 16: step 4", while it runs.
     pub status: RwSignal<Option<String>>,
     pub error: RwSignal<Option<String>>,
+    /// What the browser would not do on the way (keep a checkpoint: no room), said once each.
+    pub notes: RwSignal<Vec<String>>,
     /// Counts the runs: a run that is no longer the last one stops.
     run: StoredValue<u64>,
     /// Counts the checkpoints sent to be measured (their answers' ids).
@@ -53,6 +55,7 @@ impl HistoryRun {
             settled: RwSignal::new(false),
             status: RwSignal::new(None),
             error: RwSignal::new(None),
+            notes: RwSignal::new(Vec::new()),
             run: StoredValue::new(0),
             sent: StoredValue::new(0),
             abort: StoredValue::new_local(None),
@@ -161,6 +164,7 @@ fn start_with(lab: Lab, text: String) {
     h.history.set(None);
     h.settled.set(false);
     h.error.set(None);
+    h.notes.set(Vec::new());
     leptos::task::spawn_local(async move {
         let mut measured = Vec::with_capacity(steps.len());
         for (k, &step) in steps.iter().enumerate() {
@@ -176,10 +180,23 @@ fn start_with(lab: Lab, text: String) {
                 Err(e) => return stopped(lab, run, format!("step {step}: {e}")),
             };
             lab.real.progress.set(None);
+            h.notes.update(|n| {
+                got.notes.iter().for_each(|x| {
+                    if !n.contains(x) {
+                        n.push(x.clone())
+                    }
+                })
+            });
+            let urls = got.urls.clone();
             match measure(lab, step, id, got, texts.clone()).await {
                 Ok(c) if current() => measured.push(c),
                 Ok(_) => return,
-                Err(e) => return stopped(lab, run, format!("step {step}: {e}")),
+                Err(e) => {
+                    // A checkpoint that would not be read is not kept: Start again fetches it anew.
+                    hub::forget(&urls).await;
+                    let why = format!("step {step}: {e} (its files were not kept: Start again fetches them anew)");
+                    return stopped(lab, run, why);
+                }
             }
             match history::history(&model, texts.len(), measured.clone()) {
                 Ok(made) => h.history.set(Some(made)),

@@ -181,7 +181,11 @@ pub async fn download(
             Err(e) => Err(e),
         };
         if let Err(e) = kept {
-            note = Some(format!("The browser would not keep {what} ({}): the next visit fetches it again.", text(e)));
+            let why = match e.dyn_ref::<web_sys::DomException>().map(|d| d.name()) {
+                Some(n) if n == "QuotaExceededError" => "no room: the browser's storage for this site is full".into(),
+                _ => text(e),
+            };
+            note = Some(format!("The browser would not keep {what} ({why}): the next visit fetches it again."));
         }
     }
     Ok(Some(Got { bytes: whole, note }))

@@ -114,6 +114,9 @@ pub fn ModelHistory(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                 <span id="history-status" class="note" role="status">{move || h.status.get()}</span>
             </div>
             {move || h.error.get().map(|e| view! { <p id="history-error" class="error" role="alert">{e}</p> })}
+            <Show when=move || h.notes.with(|n| !n.is_empty())>
+                <p id="history-notes" class="note">{move || h.notes.get().join(" ")}</p>
+            </Show>
             <Show when=move || h.history.with(Option::is_some)>
                 <Chart
                     lab=lab

@@ -51,7 +51,8 @@ pub struct Checkpoint {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct LayerVerdict {
     pub layer: usize,
-    /// "falls then rises", "only falls", "only rises" or "neither".
+    /// "falls then rises", "only falls", "only rises", "neither", or "one checkpoint" (no change can
+    /// be seen in one).
     pub kind: String,
     pub sentence: String,
 }
@@ -193,8 +194,20 @@ fn layer_verdict(l: usize, cs: &[&Checkpoint]) -> LayerVerdict {
     let spread = cs.iter().map(|c| c.spread[l]).fold(0.0, f64::max);
     let least = MIN_CHANGE.max(spread / 2.0);
     let Some(m) = (0..e.len()).min_by(|&a, &b| e[a].total_cmp(&e[b])) else {
-        return LayerVerdict { layer: l, kind: "neither".into(), sentence: format!("Layer {l}: no checkpoint.") };
+        return LayerVerdict {
+            layer: l,
+            kind: "one checkpoint".into(),
+            sentence: format!("Layer {l}: no checkpoint."),
+        };
     };
+    if e.len() == 1 {
+        let sentence = format!(
+            "Layer {l}'s attention entropy is {:.2} nats at step {}, the only distinct checkpoint: a change needs two \
+             or more.",
+            e[0], cs[0].step
+        );
+        return LayerVerdict { layer: l, kind: "one checkpoint".into(), sentence };
+    }
     let last = e.len() - 1;
     let (fall, rise) = (e[0] - e[m], e[last] - e[m]);
     let texts = match spread > 0.0 {
@@ -327,6 +340,20 @@ mod tests {
         assert!(h.verdict[0].sentence.contains("a change counts from 0.20 nats"), "{}", h.verdict[0].sentence);
         assert!(history("m", 1, vec![at(5, "a", &[1.0]), at(5, "b", &[1.0])]).is_err());
         assert!(history("m", 1, vec![at(5, "a", &[1.0]), at(6, "b", &[1.0, 2.0])]).is_err());
+    }
+
+    #[test]
+    fn one_distinct_checkpoint_gets_no_verdict_on_a_change() {
+        // One checkpoint, or two that are the same weights: nothing can have fallen or risen.
+        for cs in [vec![at(7, "a", &[1.5])], vec![at(7, "a", &[1.5]), at(9, "a", &[1.5])]] {
+            let h = history("m", 1, cs).unwrap();
+            assert_eq!(h.verdict[0].kind, "one checkpoint");
+            assert_eq!(
+                h.verdict[0].sentence,
+                "Layer 0's attention entropy is 1.50 nats at step 7, the only distinct checkpoint: a change needs two \
+                 or more."
+            );
+        }
     }
 
     #[test]

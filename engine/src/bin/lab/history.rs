@@ -57,24 +57,44 @@ pub fn run(a: HistoryArgs) -> Result<(), Error> {
     let mut checkpoints = Vec::with_capacity(a.model.len());
     // One checkpoint in memory at a time.
     for (path, &step) in a.model.iter().zip(&steps) {
-        let p = Pretrained::open(path, budget)?;
-        name.clone_from(&p.name);
-        let readings = a
-            .text
-            .iter()
-            .map(|t| lenses::read(&p, t, budget).and_then(|r| lenses::inspect(&p, &r)))
-            .collect::<Result<Vec<_>, _>>()?;
-        checkpoints.push(history::checkpoint(step, &path.display().to_string(), &p, &readings)?);
+        let read = Pretrained::open(path, budget).and_then(|p| {
+            let readings = a
+                .text
+                .iter()
+                .map(|t| lenses::read(&p, t, budget).and_then(|r| lenses::inspect(&p, &r)))
+                .collect::<Result<Vec<_>, _>>()?;
+            name.clone_from(&p.name);
+            history::checkpoint(step, &path.display().to_string(), &p, &readings)
+        });
+        match read {
+            Ok(c) => checkpoints.push(c),
+            // What was read stays: the history of the checkpoints before this one, then why it stopped.
+            Err(e) if !checkpoints.is_empty() => {
+                let n = checkpoints.len();
+                show(&history::history(&name, a.text.len(), checkpoints)?, a.json, started);
+                return Err(Error::Checkpoint(format!(
+                    "step {step} ({}): {e}; the history above holds the {n} checkpoints read before it",
+                    path.display()
+                )));
+            }
+            Err(e) => return Err(Error::Checkpoint(format!("step {step} ({}): {e}", path.display()))),
+        }
         if !a.json {
             eprintln!("step {step}: {} read ({:.1} s so far)", path.display(), started.elapsed().as_secs_f64());
         }
     }
-    let h = history::history(&name, a.text.len(), checkpoints)?;
-    match a.json {
-        true => say!("{}", serde_json::to_string(&h)?),
-        false => print(&h, started.elapsed().as_secs_f64()),
-    }
+    show(&history::history(&name, a.text.len(), checkpoints)?, a.json, started);
     Ok(())
+}
+
+fn show(h: &History, json: bool, started: std::time::Instant) {
+    match json {
+        true => match serde_json::to_string(h) {
+            Ok(s) => say!("{s}"),
+            Err(e) => eprintln!("the history could not be written as JSON: {e}"),
+        },
+        false => print(h, started.elapsed().as_secs_f64()),
+    }
 }
 
 fn print(h: &History, seconds: f64) {
