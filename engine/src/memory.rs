@@ -221,6 +221,30 @@ pub fn check_read(m: &ModelConfig, copies: u64, t: usize, budget: u64) -> Result
     Ok(total)
 }
 
+/// Bytes the page's reading keeps beside the pass (`lenses::first_view`): every head's attention
+/// copied into the panels, and again into the message that carries them to the page.
+pub fn drawn_bytes(m: &ModelConfig, t: usize) -> Result<u64> {
+    mul(&[2, 4, m.layers as u64, m.heads as u64, t as u64, t as u64])
+}
+
+/// [`check_read`] for a reading the page draws: the pass and its drawn copies within `budget`.
+pub fn check_draw(m: &ModelConfig, copies: u64, t: usize, budget: u64) -> Result<u64> {
+    let (weights, pass, drawn) = (sum(&[weight_bytes(m)?, copies])?, read_bytes(m, t)?, drawn_bytes(m, t)?);
+    let total = sum(&[weights, pass, drawn])?;
+    if total > budget {
+        return Err(Error::Config(format!(
+            "reading {t} tokens here needs about {} (weights {}, the pass over the text {}, every head's attention \
+             drawn {}), over the memory limit of {}: shorten the text, or read it with `lab inspect`",
+            human(total),
+            human(weights),
+            human(pass),
+            human(drawn),
+            human(budget)
+        )));
+    }
+    Ok(total)
+}
+
 /// The estimate for `cfg` with a probe history of `probe_bytes`.
 pub fn estimate(cfg: &TrainConfig, probe_bytes: u64) -> Result<Estimate> {
     let p = param_count(&cfg.model)?;

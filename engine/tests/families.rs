@@ -203,3 +203,30 @@ fn stretched_rotary_angles_read_as_their_independent_forward() {
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
+
+#[test]
+fn a_text_the_page_cannot_draw_is_refused_before_it_is_read() {
+    // Llama's fixture with a context of 8192 positions: 3 layers of 4 heads. 5,000 tokens are a pass
+    // of 3 x 4 x 5000^2 floats of attention (1.2 GB) that fits the page's 3 GiB, but the page draws
+    // every head's attention twice more (its panels, and the message to the page): 3.6 GB.
+    let dir = scratch("long-context");
+    fixture(&dir, "llama", None);
+    let config = dir.join("config.json");
+    let mut c: Value = serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
+    c["max_position_embeddings"] = 8192.into();
+    std::fs::write(&config, c.to_string()).unwrap();
+    let budget = 3 << 30;
+    let p = engine::pretrained::Pretrained::open(&dir, budget).unwrap();
+    // "x" is no merge of the fixture's tokenizer: a token each, after Llama's <s>.
+    let text = "x".repeat(5000);
+    let t = engine::lenses::tokens(&p, &text).unwrap().len();
+    assert_eq!(t, 5001);
+    let attention = 3 * 4 * (t * t) as u64 * 4;
+    assert!(attention < budget && 3 * attention > budget);
+    assert!(engine::lenses::tokens_within(&p, &text, budget).is_ok(), "the pass alone fits");
+    let e = engine::lenses::tokens_to_draw(&p, &text, budget).unwrap_err().to_string();
+    assert!(e.contains(&format!("reading {t} tokens here needs about")), "{e}");
+    assert!(e.contains("every head's attention drawn") && e.contains("or read it with `lab inspect`"), "{e}");
+    assert!(engine::lenses::tokens_to_draw(&p, TEXT, budget).is_ok());
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -92,6 +92,9 @@ impl Reader {
         let Some(p) = self.pretrained.as_ref() else {
             return self.post(Event::Reading { id, result: Err("open a model first".into()) });
         };
+        if let Err(e) = lenses::tokens_to_draw(p, text, MODEL_BUDGET) {
+            return self.post(Event::Reading { id, result: Err(e.to_string()) });
+        }
         // On the GPU, or why the CPU reads it (none: the CPU was asked for).
         let on_gpu = match (self.backend, &self.gpu) {
             (BackendChoice::Cpu, _) => Err(None),
@@ -112,11 +115,12 @@ impl Reader {
             Ok(r) => Ok(r),
             Err(why) => lenses::read(p, text, MODEL_BUDGET).map(|r| Read { on: why.unwrap_or(r.on), ..r }),
         };
-        let reading = match read.and_then(|r| lenses::first_view(p, r)) {
+        let mut reading = match read.and_then(|r| lenses::first_view(p, r)) {
             Ok(r) => r,
             Err(e) => return self.post(Event::Reading { id, result: Err(e.to_string()) }),
         };
-        let (inspection, mut panels) = (reading.inspection.clone(), reading.panels.clone());
+        // Moved out, not copied: every head's attention is the largest thing the worker holds.
+        let (inspection, mut panels) = (reading.inspection.clone(), std::mem::take(&mut reading.panels));
         let bulk = vec![protocol::floats(&panels.sphere), protocol::floats(&panels.attention)];
         (panels.sphere, panels.attention) = (vec![], vec![]);
         let event = Event::Reading { id, result: Ok((Box::new(inspection), Box::new(panels))) };

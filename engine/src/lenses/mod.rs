@@ -17,4 +17,4 @@ pub mod words;
 pub use compare::{compare, Comparison, LayerChange};
 pub use history::History;
 pub use reading::{dump, inspect, read, tokens, tokens_within, DepthFit, HeadLens, Inspection, LayerLens, Read};
-pub use view::{first_view, view, with_depth, Reading};
+pub use view::{first_view, tokens_to_draw, view, with_depth, Reading};

@@ -4,8 +4,9 @@
 //! The depth fits take most of the time, so they come second (`Reading::fit_depth`): the page
 //! draws every layer first.
 
-use super::reading::{depth, measure, read, DepthFit, Inspection, Read};
+use super::reading::{depth, measure, read, tokens, DepthFit, Inspection, Read};
 use crate::error::Result;
+use crate::memory;
 use crate::model::Cache;
 use crate::pretrained::Pretrained;
 use crate::science::markov::{self, Validity};
@@ -32,6 +33,15 @@ pub fn with_depth(inspection: &mut Inspection, panels: &mut Panels, fit: DepthFi
     panels.verdicts.brownian = fit.verdicts.first().cloned();
     panels.verdicts.flow = fit.verdicts.get(1).cloned();
     inspection.depth = fit;
+}
+
+/// The tokens of `text`, refused when the page cannot hold their reading: the pass and every head's
+/// attention drawn (`memory::check_draw`). A long text on a model with a long context is refused
+/// here, in words, instead of taking the tab past its memory.
+pub fn tokens_to_draw(p: &Pretrained, text: &str, budget: u64) -> Result<Vec<u32>> {
+    let ids = tokens(p, text)?;
+    memory::check_draw(&p.model.cfg, p.model.bf16_bytes(), ids.len(), budget)?;
+    Ok(ids)
 }
 
 /// The inspection of `text` and its panels, from one forward pass on the CPU, with the depth fits.
