@@ -1,6 +1,6 @@
 // The guided tour: every step sets up its experiment, points at its panel and shows the measured
-// conclusion (its numbers under the panel, shown once), provisional until it is final, waiting for
-// its numbers instead of see-sawing.
+// conclusion (its numbers under the panel, shown once); until its run ends a verdict says what it
+// measured so far and concludes nothing.
 // Shared helpers and how to run: helpers.mjs.
 
 import { test } from 'node:test';
@@ -48,10 +48,12 @@ test('the guided tour: every step sets up its experiment, points at its panel an
           const was = v.seen[e.id];
           if (was !== undefined && was !== e.dataset.agreement) v.violations.push(`${e.id}: settled ${was}, then ${e.dataset.agreement}`);
           v.seen[e.id] = e.dataset.agreement;
-        } else if (e.dataset.agreement && e.dataset.agreement !== 'not-yet') {
+        } else if (e.dataset.settled === 'false') {
+          // Before its run ends a verdict states no conclusion: it says what it measured so far.
           v.provisional++;
           if (!e.classList.contains('provisional')) v.violations.push(`${e.id} is not final and not drawn as provisional`);
-          if (!/So far( \(step \d+ of \d+\))?:|Layer \d: too few/.test(e.textContent)) v.violations.push(`${e.id} is not final and does not say "so far": ${e.textContent.slice(0, 80)}`);
+          if (e.dataset.agreement !== 'not-yet' || e.dataset.conclusion) v.violations.push(`${e.id} concludes "${e.dataset.conclusion}" (${e.dataset.agreement}) before its run ends`);
+          if (!/Measuring|not decided yet|too few/.test(e.textContent)) v.violations.push(`${e.id} is not final and does not say it is measuring: ${e.textContent.slice(0, 80)}`);
         }
       }
     }, 50);
@@ -81,8 +83,7 @@ test('the guided tour: every step sets up its experiment, points at its panel an
       assert.match(await textOf(page, '#tour-run'), /Start|Resume/);
       await page.click('#tour-run');
     }
-    await page.waitForFunction((v) => new RegExp(`(Measured|So far): ${v}`).test(document.getElementById('tour-verdict')?.textContent ?? ''), verdict.source, { timeout: 60_000 });
-    // The run goes on to its end; then the step's verdict is final.
+    // The run goes on to its end; then the step's verdict is final (before, the card says measuring).
     await page.waitForFunction(() => document.getElementById('tour-verdict')?.dataset.settled === 'true', null, { timeout: 120_000, polling: 100 });
     // The card says the answer; the numbers are under the panel, once: the card holds none.
     assert.match(await verdictOf(), new RegExp(`^Measured: ${verdict.source}`));
@@ -96,7 +97,7 @@ test('the guided tour: every step sets up its experiment, points at its panel an
     for (const [id, n] of Object.entries(changes)) assert.ok(n <= 3, `step ${i + 1}: ${id} changed its conclusion ${n} times`);
     settledAt.push(await page.getAttribute('#tour-verdict', 'data-agreement'));
     t.diagnostic(`tour step ${i + 1}: ${await verdictOf()}`);
-    assert.doesNotMatch(await verdictOf(), /So far/, 'a final verdict does not say "so far"');
+    assert.doesNotMatch(await verdictOf(), /Measuring|not decided/, 'a final verdict says its answer');
     if (i === 4) {
       // Step 5 builds on what step 4 measured, in its words.
       const opener = await textOf(page, '#tour-text');

@@ -110,6 +110,25 @@ fn bert_reads_as_its_independent_forward_with_every_lens() {
         assert_close(&tensors(&gpu_dump), &reference, "gpu");
     }
 
+    // Two texts compared: BERT reads both ways, so a change moves the tokens before it too; the
+    // words never say a token sees only its past, nor what comes next.
+    let (ok, out, err) = lab(&["inspect", "--model", d, "--text", "the cat sat", "--compare", "the cat ran", "--json"]);
+    assert!(ok, "{err}");
+    let c: Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!((c["causal"].as_bool(), c["next"][0].as_array().map(Vec::len)), (Some(false), Some(0)));
+    let first = c["first_change"].as_u64().unwrap() as usize;
+    assert!(first > 0);
+    let moved_before = c["layers"].as_array().unwrap().iter().any(|l| {
+        let angles = l["angles"].as_array().unwrap();
+        let shared = c["shared"].as_array().unwrap();
+        shared.iter().zip(angles).any(|(p, a)| (p[0].as_u64().unwrap() as usize) < first && a.as_f64().unwrap() > 1e-3)
+    });
+    assert!(moved_before, "a token before the change moves in a model that reads both ways");
+    let (ok, out, err) = lab(&["inspect", "--model", d, "--text", "the cat sat", "--compare", "the cat ran"]);
+    assert!(ok, "{err}");
+    assert!(out.contains("(this model reads both ways, so the change reaches those before it too)"), "{out}");
+    assert!(!out.contains("sees only the tokens before it") && !out.contains("leads it to expect"), "{out}");
+
     // BERT does not write left to right: it says so, and what to do instead.
     let (ok, _, err) = lab(&["sample", "--model", d, "--prompt", "the", "--tokens", "3"]);
     assert!(!ok && err.contains("does not write left to right") && err.contains("[MASK]"), "{err}");

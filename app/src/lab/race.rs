@@ -13,7 +13,6 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
 use super::{Lab, WORKER_URL};
-use engine::session::verdicts::Steady;
 
 /// The rivals of the race preset's own optimizer.
 pub const RIVALS: [&str; 1] = ["adam"];
@@ -73,7 +72,6 @@ pub fn stop(lab: Lab) {
 /// step at a time, as the page's Step button says).
 pub fn start(lab: Lab, experiment: &Experiment, run: bool) {
     stop(lab);
-    STEADY.with_borrow_mut(|s| *s = Steady::default());
     let own = label(experiment.train.optimizer.name(), experiment.train.lr);
     lab.race.set(vec![Entrant { label: own, ..Entrant::default() }]);
     for (i, name) in RIVALS.into_iter().enumerate() {
@@ -142,19 +140,12 @@ pub fn own_progress(lab: Lab, train: &[(usize, f32)], val: &[(usize, f32)], seco
     lab.race.update(|r| r.first_mut().into_iter().for_each(|e| e.add(train, val, seconds)));
 }
 
-thread_local! {
-    /// What the race's verdict showed so far in this race: the next one waits and does not see-saw.
-    static STEADY: std::cell::RefCell<Steady> = std::cell::RefCell::new(Steady::default());
-}
-
-/// The race's verdict, computed by the engine from every entrant's curves (final once both have
-/// trained every step), provisional ones passed through the engine's `Steady` (the same verdict
-/// asked twice is the same).
+/// The race's verdict, computed by the engine from every entrant's curves: its conclusion once both
+/// have trained every step, before that the losses so far.
 pub fn verdict(lab: Lab) -> Option<engine::session::Verdict> {
     let total = lab.total_steps.get();
-    let v = lab.race.with(|r| {
+    lab.race.with(|r| {
         let curves: Vec<_> = r.iter().map(|e| (e.label.clone(), e.train.clone(), e.by_time.clone())).collect();
         engine::session::verdicts::race(&curves, total)
-    })?;
-    Some(STEADY.with_borrow_mut(|s| s.pass(v)))
+    })
 }

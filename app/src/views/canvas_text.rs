@@ -22,10 +22,3 @@ pub fn px() -> f64 {
 pub fn report(canvas: &HtmlCanvasElement, px: f64) {
     let _ = canvas.set_attribute("data-font-px", &format!("{px}"));
 }
-
-/// Whether the page is in presenter mode, where charts take the height the layout gives them.
-pub fn presenter() -> bool {
-    web_sys::window()
-        .and_then(|w| w.document()?.document_element())
-        .is_some_and(|root| root.get_attribute("data-presenter").as_deref() == Some("on"))
-}

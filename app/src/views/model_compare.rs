@@ -32,7 +32,8 @@ pub fn ModelCompare(lab: Lab) -> impl IntoView {
                     <div class="compare-side">
                         <h4>{if t == 0 { "The first text" } else { "The second text" }}</h4>
                         <p class="pieces">{pieces}</p>
-                        <p class="note compare-next">{format!("Next it expects: {}", next.join(", "))}</p>
+                        // A model that reads both ways does not write: nothing comes next.
+                        {(!next.is_empty()).then(|| view! { <p class="note compare-next">{format!("Next it expects: {}", next.join(", "))}</p> })}
                     </div>
                 }
             })

@@ -217,11 +217,30 @@ pub fn TourPanel(lab: Lab, step: RwSignal<Option<usize>>) -> impl IntoView {
     // The answer alone: the numbers are under the panel, once (the link brings them into view).
     let conclusion = move || match measured() {
         Some(v) if !v.conclusion.is_empty() => format!("{}.", v.conclusion),
-        Some(v) if v.sentence.starts_with("Measuring") => "measuring: not decided yet.".to_string(),
+        Some(v) if !v.settled => "not decided yet: the run's end decides.".to_string(),
         Some(v) => v.sentence,
         None => "press Start: the verdict appears once the run has measured it.".to_string(),
     };
     let verdict_id = move || current().map(|(_, s)| s.verdict).unwrap_or_default();
+    // Each step opens with its text (folded on a phone). When the answer is there and the card
+    // cannot hold the text as well (a projector's large type in a narrow column), the text folds
+    // away: the title, the answer and the buttons stay whole.
+    Effect::new(move |was: Option<(Option<usize>, bool)>| {
+        let now = (step.get(), settled());
+        if was.is_some_and(|w| w.0 != now.0) {
+            folded.set(phone);
+        }
+        if now.1 && was != Some(now) {
+            request_animation_frame(move || {
+                let doc = web_sys::window().and_then(|w| w.document());
+                let body = doc.and_then(|d| d.query_selector("#tour .tour-body").ok().flatten());
+                if body.is_some_and(|b| b.scroll_height() > b.client_height() + 1) {
+                    folded.set(true);
+                }
+            });
+        }
+        now
+    });
     view! {
         <Show when=move || current().is_some()>
             <section
@@ -239,26 +258,26 @@ pub fn TourPanel(lab: Lab, step: RwSignal<Option<usize>>) -> impl IntoView {
                         <p id="tour-text">{text}</p>
                         <p><strong>"Look for: "</strong>{move || current().map(|(_, s)| s.look).unwrap_or_default()}</p>
                     </Show>
-                    <p
-                        id="tour-verdict"
-                        class=move || if settled() { "" } else { "provisional" }
-                        data-settled=move || settled().to_string()
-                        data-agreement=move || crate::views::panel::agreement_tag(measured().map(|v| v.agreement))
-                        data-conclusion=move || measured().map(|v| v.conclusion).unwrap_or_default()
-                    >
-                        <strong>{move || if settled() { "Measured: " } else { "So far: " }}</strong>
-                        {conclusion}
-                        " "
-                        <button
-                            id="tour-numbers"
-                            type="button"
-                            class="link"
-                            on:click=move |_| show_verdict(verdict_id())
-                        >
-                            "the numbers, under the panel"
-                        </button>
-                    </p>
                 </div>
+                <p
+                    id="tour-verdict"
+                    class=move || if settled() { "" } else { "provisional" }
+                    data-settled=move || settled().to_string()
+                    data-agreement=move || crate::views::panel::agreement_tag(measured().map(|v| v.agreement))
+                    data-conclusion=move || measured().map(|v| v.conclusion).unwrap_or_default()
+                >
+                    <strong>{move || if settled() { "Measured: " } else { "Measuring: " }}</strong>
+                    {conclusion}
+                    " "
+                    <button
+                        id="tour-numbers"
+                        type="button"
+                        class="link"
+                        on:click=move |_| show_verdict(verdict_id())
+                    >
+                        "the numbers, under the panel"
+                    </button>
+                </p>
                 <div class="row tour-buttons">
                     <button
                         id="tour-run"

@@ -57,8 +57,12 @@ pub struct Comparison {
     /// see the same past, so their angles are 0.
     pub first_change: usize,
     pub layers: Vec<LayerChange>,
-    /// After each text's last token, the model's best candidates with their probabilities.
+    /// After each text's last token, the model's best candidates with their probabilities (empty
+    /// for a model that reads both ways: it does not write).
     pub next: [Vec<(String, f64)>; 2],
+    /// Whether a token sees only the tokens before it (GPT-2 and the other causal families; BERT
+    /// reads both ways, so a change reaches every token).
+    pub causal: bool,
 }
 
 /// The longest common subsequence of `a` and `b` as index pairs, in order (the classic table:
@@ -111,16 +115,25 @@ pub fn compare(p: &Pretrained, a: &Read, b: &Read) -> Result<Comparison> {
         let (ua, ub) = (lens::sphere_points(cfg, &a.cache, l)?, lens::sphere_points(cfg, &b.cache, l)?);
         let angles: Vec<f64> =
             shared.iter().map(|&(i, j)| angle(&ua[i * c..(i + 1) * c], &ub[j * c..(j + 1) * c])).collect();
-        let reached: Vec<f64> =
-            shared.iter().zip(&angles).filter(|((i, _), _)| *i >= first_change).map(|(_, &x)| x).collect();
+        // Where the change can reach: after it for a causal model, everywhere for one that reads both ways.
+        let reached: Vec<f64> = shared
+            .iter()
+            .zip(&angles)
+            .filter(|((i, _), _)| !cfg.causal || *i >= first_change)
+            .map(|(_, &x)| x)
+            .collect();
         let mean_angle = reached.iter().sum::<f64>() / reached.len().max(1) as f64;
         let max_angle = angles.iter().copied().fold(0.0, f64::max);
         let entropy = [la, lb].map(|x| x.heads.iter().map(|h| h.entropy).collect());
         layers.push(LayerChange { layer: l, angles, mean_angle, max_angle, entropy });
     }
-    let last = |i: &super::Inspection| i.next.last().cloned().ok_or_else(|| Error::Data("an empty text".into()));
+    let last = |i: &super::Inspection| match cfg.causal {
+        true => i.next.last().cloned().ok_or_else(|| Error::Data("an empty text".into())),
+        false => Ok(Vec::new()),
+    };
     Ok(Comparison {
         model: p.name.clone(),
+        causal: cfg.causal,
         next: [last(&ia)?, last(&ib)?],
         pieces: [ia.pieces, ib.pieces],
         shared,

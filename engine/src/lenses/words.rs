@@ -44,7 +44,7 @@ pub fn compare_in_words(c: &Comparison) -> String {
         _ if a.len() == b.len() => "The two texts are the same tokens.".to_string(),
         _ => format!("One text is the other's first {k} tokens and more."),
     };
-    if k > 0 {
+    if k > 0 && c.causal {
         out += &format!(
             " The {k} token{} before it {} at exactly the same place on the sphere in both, at every layer: a token \
              sees only the tokens before it.",
@@ -52,13 +52,17 @@ pub fn compare_in_words(c: &Comparison) -> String {
             if k == 1 { "stays" } else { "stay" }
         );
     }
-    let after = c.shared.iter().filter(|(i, _)| *i >= k).count();
+    // A model that reads both ways lets the change reach every token, those before it too.
+    let (reached, which) = match c.causal {
+        true => (c.shared.iter().filter(|(i, _)| *i >= k).count(), "after it"),
+        false => (c.shared.len(), "(this model reads both ways, so the change reaches those before it too)"),
+    };
     if let (Some(first), Some(last)) = (c.layers.first(), c.layers.last()) {
-        if after > 0 {
+        if reached > 0 {
             out += &format!(
-                " The {after} shared token{} after it move by {:.1}° on average at layer 0 and {:.1}° at the last \
+                " The {reached} shared token{} {which} move by {:.1}° on average at layer 0 and {:.1}° at the last \
                  norm (the most any moves at one layer: {:.1}°).",
-                if after == 1 { "" } else { "s" },
+                if reached == 1 { "" } else { "s" },
                 first.mean_angle,
                 last.mean_angle,
                 c.layers.iter().map(|l| l.max_angle).fold(0.0, f64::max)

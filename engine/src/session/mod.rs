@@ -153,8 +153,6 @@ pub struct Session {
     probe_row: (Vec<u32>, u32),
     /// What the model wrote on the schedule, the last [`writing::HISTORY`] samples.
     written: Vec<Written>,
-    /// The provisional verdicts shown so far: the next ones wait and do not see-saw.
-    steady: verdicts::Steadiness,
 }
 
 impl Session {
@@ -217,7 +215,6 @@ impl Session {
             prompt,
             probe_row: (row, next[t - 1]),
             written: Vec::new(),
-            steady: verdicts::Steadiness::default(),
         };
         s.set_line(backend, choice);
         if step == 0 && s.metrics.val.is_empty() {
@@ -444,8 +441,8 @@ impl Session {
     }
 
     /// The panels, with the Brownian comparison at `depth`; once the run has ended, the flow fit
-    /// too (about a second, then cached). Every verdict says whether it is final, and a provisional
-    /// one waits for its numbers and does not see-saw (`verdicts::Steadiness`).
+    /// too (about a second, then cached). Every verdict says whether it is final; one about the run
+    /// states its conclusion only then (`Verdict::settle`).
     pub fn panels(&mut self, depth: usize) -> Result<Panels> {
         let mut out = self.fitted_panels(depth)?;
         if self.is_done() && out.brownian.is_some() {
@@ -454,7 +451,6 @@ impl Session {
         let diffusion = out.verdicts.brownian.as_ref().map(|v| v.agreement);
         out.verdicts.flow = out.flow.as_ref().and_then(|f| f.as_ref().ok()).map(|f| verdicts::flow(f, diffusion));
         out.verdicts.settle(self.step_count(), self.exp.train.steps);
-        self.steady.pass(&mut out.verdicts);
         Ok(out)
     }
 

@@ -70,6 +70,18 @@ pub fn BrownianPanel(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                 fit, a small KS and agreeing estimates mean the tokens move like a diffusion; otherwise they \
                 drift or cluster. Turn on the ghosts in the sphere view to see the walkers beside the tokens."
         >
+            // The chart first: the verdict and the numbers grow as the run goes, under it.
+            <Chart
+                lab=lab
+                dark=dark
+                id="brownian-chart"
+                file="spherewalk-brownian.png"
+                label="mean cosine to the start over training: tokens, closed form and Brownian walkers"
+                caption="E[cos θ] from the first frame"
+                y_desc="E[cos θ]"
+                lines=lines(Curves::Cosine)
+                data=vec![data("data-points", move || Some(current.with(|a| a.as_ref().and_then(|a| a.as_ref().ok()).map_or(0, |a| a.times.len())).to_string()))]
+            />
             <p class="stats-line">
                 "Does the mean cosine fall like a diffusion's? D fitted to it = " <span id="brownian-d" data-value=move || d().map(|v| v.to_string())>{move || d().map(|v| format!("{v:.3e}")).unwrap_or_else(|| "–".into())}</span>
                 " per step; R² = " <span id="brownian-r2" data-value=move || r2().map(|v| v.to_string())>{move || shown(r2(), 3)}</span>
@@ -98,17 +110,6 @@ pub fn BrownianPanel(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                     ),
                 }}
             </p>
-            <Chart
-                lab=lab
-                dark=dark
-                id="brownian-chart"
-                file="spherewalk-brownian.png"
-                label="mean cosine to the start over training: tokens, closed form and Brownian walkers"
-                caption="E[cos θ] from the first frame"
-                y_desc="E[cos θ]"
-                lines=lines(Curves::Cosine)
-                data=vec![data("data-points", move || Some(current.with(|a| a.as_ref().and_then(|a| a.as_ref().ok()).map_or(0, |a| a.times.len())).to_string()))]
-            />
             <Chart
                 lab=lab
                 dark=dark

@@ -16,6 +16,9 @@ pub fn EntropyPanel(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
             serde_json::to_string(&curves).ok()
         })
     };
+    // The layers' verdict lines are made again only when their number changes: each keeps its own
+    // pace of change (a class reads it), which a line made anew with every frame would lose.
+    let layers = Memo::new(move |_| lab.panels.with(|p| p.as_ref().map_or(0, |p| p.verdicts.joma.len())));
     view! {
         <Panel
             name="entropy"
@@ -40,8 +43,7 @@ pub fn EntropyPanel(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
             />
             <div id="verdict-joma">
                 {move || {
-                    let n = lab.panels.with(|p| p.as_ref().map_or(0, |p| p.verdicts.joma.len()));
-                    (0..n)
+                    (0..layers.get())
                         .map(|l| verdict_line(format!("verdict-joma-{l}"), move || lab.panels.with(|p| p.as_ref().and_then(|p| p.verdicts.joma.get(l).cloned()))))
                         .collect_view()
                 }}

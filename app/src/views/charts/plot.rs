@@ -10,9 +10,9 @@ use crate::views::canvas_text::{self, DEFAULT_PX};
 use crate::views::charts::backend::{css_font, ChartCanvas};
 
 /// Sizes the canvas's pixels to its shown size and returns canvas pixels per CSS pixel: the
-/// device's pixel ratio. Its height follows its width at the canvas's first aspect, except in
-/// presenter mode, where the style sheet gives charts the room's height. Before, the canvas kept
-/// 760 pixels wide and the page shrank it, to 6.5 px text at 1280x800.
+/// device's pixel ratio. Its height is the shown height (the style sheet's, or its first aspect's
+/// when it gives none), so nothing drawn is stretched. Before, the canvas kept 760 pixels wide and
+/// the page shrank it, to 6.5 px text at 1280x800.
 fn fit(canvas: &HtmlCanvasElement) -> f64 {
     let dpr = web_sys::window().map(|w| w.device_pixel_ratio()).unwrap_or(1.0).clamp(1.0, 4.0);
     let aspect = match canvas.get_attribute("data-aspect").and_then(|a| a.parse::<f64>().ok()) {
@@ -27,7 +27,8 @@ fn fit(canvas: &HtmlCanvasElement) -> f64 {
     if shown >= 50.0 {
         let w = (shown * dpr).round() as u32;
         let tall = canvas.client_height() as f64;
-        let h = if canvas_text::presenter() && tall >= 50.0 { tall * dpr } else { w as f64 * aspect };
+        // Drawn at the size it is shown (the style sheet may give it a height): never stretched.
+        let h = if tall >= 50.0 { tall * dpr } else { w as f64 * aspect };
         if canvas.width() != w || canvas.height() != h.round() as u32 {
             canvas.set_width(w);
             canvas.set_height(h.round() as u32);
@@ -35,6 +36,9 @@ fn fit(canvas: &HtmlCanvasElement) -> f64 {
     }
     dpr
 }
+
+/// The least height of a chart's plot, in CSS pixels: its curves stay readable under any text size.
+const MIN_PLOT_PX: f64 = 160.0;
 
 /// Colours of the light and dark themes.
 pub struct Theme {
@@ -140,7 +144,7 @@ pub fn draw_lines(
     let room = |v: f64| px(v * text / DEFAULT_PX);
     // As many tick labels as fit without touching: a small chart shows fewer.
     let ticks = |pixels: u32, per_label: f64| ((pixels as f64 / (per_label * text * s)) as usize).clamp(2, 10);
-    let (x_ticks, y_ticks) = (ticks(canvas.width(), 5.0), ticks(canvas.height(), 2.5));
+    let x_ticks = ticks(canvas.width(), 5.0);
     let width = canvas.width() as i32;
     let element = canvas.clone();
     let backend = ChartCanvas::new(canvas).ok_or_else(|| "the canvas has no 2D context".to_string())?;
@@ -171,6 +175,17 @@ pub fn draw_lines(
         used += need;
     }
     let band = if keys.is_empty() { 0 } else { rows.len() as i32 * row + room(6.0) };
+    // The plot keeps at least MIN_PLOT_PX of height: a canvas too short for its caption, axes and
+    // legend as well grows (a projector's 24 px text left some plots 45 px).
+    let chrome = 30.0 + 1.5 * caption_px + 36.0 * text / DEFAULT_PX + band as f64 / s;
+    let _ = element.style().set_property("min-height", &format!("{:.0}px", chrome + MIN_PLOT_PX));
+    let before = element.height();
+    fit(&element);
+    let backend = match element.height() == before {
+        true => backend,
+        false => ChartCanvas::new(element.clone()).ok_or_else(|| "the canvas has no 2D context".to_string())?,
+    };
+    let y_ticks = ticks(element.height(), 2.5);
     let root = backend.into_drawing_area();
     root.fill(&theme.bg).map_err(|e| e.to_string())?;
     let (lo, hi) = range(lines, true);
@@ -227,6 +242,7 @@ pub fn draw_lines(
         .map_err(|e| e.to_string())?;
     // Where the plot ends and the legend starts (CSS px), and the legend's labels: for the tests.
     let css = |v: i32| format!("{:.0}", v as f64 / s);
+    let _ = element.set_attribute("data-plot-top", &css(plot.1.start));
     let _ = element.set_attribute("data-plot-bottom", &css(plot.1.end));
     let _ = element.set_attribute("data-legend-top", &css(top));
     let _ = element.set_attribute("data-legend", &keys.iter().map(|e| e.label).collect::<Vec<_>>().join("|"));

@@ -234,9 +234,8 @@ fn print_comparison(c: &Comparison) {
     say!("{}: two texts", c.model);
     say!("first:  {}\nsecond: {}", shown(&c.pieces[0]), shown(&c.pieces[1]));
     say!("\n{}", inspect::words::compare_in_words(c));
-    say!(
-        "\nlayer  shared tokens moved (mean after the change, most, degrees)  entropy per head: first -> second (nats)"
-    );
+    let mean = if c.causal { "mean after the change" } else { "mean" };
+    say!("\nlayer  shared tokens moved ({mean}, most, degrees)  entropy per head: first -> second (nats)");
     for l in &c.layers {
         let heads: Vec<String> =
             l.entropy[0].iter().zip(&l.entropy[1]).map(|(a, b)| format!("{a:.2}->{b:.2}")).collect();

@@ -5,16 +5,17 @@
 //! - `tokens`: what one probe frame shows (on the sphere, a Markov chain, the Gaussian kernel,
 //!   tokens of a kind gathering);
 //! - `motion`: how the tokens moved over a run (Brownian motion, or the particles' flow);
-//! - `training`: what training did (the race, JoMA's dip and rebound);
-//! - `steady`: a provisional verdict that waits for its numbers and does not see-saw.
+//! - `training`: what training did (the race, JoMA's dip and rebound).
+//!
+//! A verdict about a run states its conclusion only once the run has ended (`Verdict::settle`):
+//! before, it says what is measured so far and that the run's end decides, so a class never reads
+//! an answer that the end contradicts.
 
 mod motion;
-mod steady;
 mod tokens;
 mod training;
 
 pub use motion::{brownian, brownian_over, flow, flow_over};
-pub use steady::{Steadiness, Steady};
 pub use tokens::{grouping, kernel, markov_chain, on_sphere};
 pub use training::{joma, race};
 
@@ -35,40 +36,44 @@ pub struct Verdict {
     pub agreement: Agreement,
     /// One or two sentences a class can read: the answer first, then the number behind it.
     pub sentence: String,
-    /// Final for this run: it will not change again. An unsettled verdict says "so far" and the
-    /// page shows it as provisional, never as a final agrees or disagrees.
+    /// Final for this run: it will not change again. An unsettled verdict states no conclusion: it
+    /// says what it measured so far (`settle`).
     #[serde(default)]
     pub settled: bool,
     /// The answer alone, the words the sentence opens with ("Not Brownian: the tokens drift or
-    /// cluster"): what the tour's card shows, and what [`Steady`] keeps from see-sawing.
+    /// cluster"): what the tour's card shows. Empty until the verdict is settled.
     #[serde(default)]
     pub conclusion: String,
-    /// The numbers behind it are far enough from every threshold that more of the same run is not
-    /// likely to turn the answer (the margins are each verdict's own); before, the page says
-    /// "measuring" (`steady`).
-    #[serde(default)]
-    pub decisive: bool,
 }
 
 impl Verdict {
     pub fn new(agreement: Agreement, sentence: String) -> Self {
-        Verdict { agreement, sentence, settled: false, conclusion: String::new(), decisive: true }
+        Verdict { agreement, sentence, settled: false, conclusion: String::new() }
     }
 
-    /// The answer's words, and whether the numbers decide it yet.
-    pub fn concluding(mut self, conclusion: impl Into<String>, decisive: bool) -> Self {
+    /// The answer's words, which the sentence opens with.
+    pub fn concluding(mut self, conclusion: impl Into<String>) -> Self {
         self.conclusion = conclusion.into();
-        self.decisive = decisive;
         self
     }
 
-    /// Settled when the run has ended (`step >= total`); before, the sentence opens with how far
-    /// the run is, because more steps can turn the answer.
+    /// Settled when the run has ended (`step >= total`). Before, more steps can turn the answer, so
+    /// a verdict with a conclusion withholds it: "Measuring (step 40 of 300): not decided yet (the
+    /// run's end decides)." and the numbers measured so far ("Layer 1: " kept in front).
     pub fn settle(&mut self, step: usize, total: usize) {
         self.settled = step >= total;
-        if !self.settled && self.agreement != Agreement::NotYet {
-            self.sentence = format!("So far (step {step} of {total}): {}", self.sentence);
+        if self.settled || self.conclusion.is_empty() {
+            return;
         }
+        let rest = self.sentence.strip_prefix(self.conclusion.as_str()).unwrap_or(&self.sentence);
+        let rest = rest.trim_start_matches(['.', ':', ';', ',']).trim_start();
+        let mut chars = rest.chars();
+        let rest: String = chars.next().map(|c| c.to_uppercase().chain(chars).collect()).unwrap_or_default();
+        let about = self.conclusion.split_once(": ").filter(|(l, _)| l.starts_with("Layer ")).map(|(l, _)| l);
+        let measuring = format!("Measuring (step {step} of {total}): not decided yet (the run's end decides). {rest}");
+        self.sentence = about.map_or(measuring.clone(), |l| format!("{l}: {measuring}"));
+        self.agreement = Agreement::NotYet;
+        self.conclusion.clear();
     }
 }
 
@@ -119,21 +124,17 @@ pub(crate) fn sig(x: f64) -> String {
 }
 
 /// Several layers' verdicts as one (the tour's JoMA step): the last layer's agreement, settled when
-/// all are, the run's progress said once.
+/// all are (a conclusion only then).
 pub fn joined(layers: &[Verdict]) -> Option<Verdict> {
     let last = layers.last()?;
-    let prefix = match layers[0].sentence.split_once("): ") {
-        Some((head, _)) if head.starts_with("So far (") => format!("{head}): "),
-        _ => String::new(),
-    };
-    let sentences: Vec<&str> = layers.iter().map(|v| v.sentence.strip_prefix(&prefix).unwrap_or(&v.sentence)).collect();
+    let settled = layers.iter().all(|v| v.settled);
+    let sentences: Vec<&str> = layers.iter().map(|v| v.sentence.as_str()).collect();
     let conclusions: Vec<&str> = layers.iter().map(|v| v.conclusion.as_str()).filter(|c| !c.is_empty()).collect();
     Some(Verdict {
-        agreement: last.agreement,
-        sentence: format!("{prefix}{}", sentences.join(" ")),
-        settled: layers.iter().all(|v| v.settled),
-        conclusion: conclusions.join("; "),
-        decisive: layers.iter().all(|v| v.decisive),
+        agreement: if settled { last.agreement } else { Agreement::NotYet },
+        sentence: sentences.join(" "),
+        settled,
+        conclusion: if settled { conclusions.join("; ") } else { String::new() },
     })
 }
 
@@ -143,7 +144,7 @@ mod tests {
 
     #[test]
     fn only_identities_and_ended_runs_are_settled() {
-        let v = |a| Some(Verdict::new(a, "x".into()));
+        let v = |a| Some(Verdict::new(a, "Brownian: x. R² = 0.5.".into()).concluding("Brownian: x"));
         let mut all = Verdicts {
             sphere: v(Agreement::Agrees),
             markov: v(Agreement::Agrees),
@@ -157,10 +158,13 @@ mod tests {
         all.settle(120, 300);
         assert!(all.sphere.as_ref().unwrap().settled && all.markov.as_ref().unwrap().settled);
         for v in [&all.kernel, &all.brownian, &all.flow, &all.grouping].map(|v| v.as_ref().unwrap()) {
-            assert!(!v.settled && v.sentence == "So far (step 120 of 300): x", "{v:?}");
+            // Before the run's end: the numbers, and no conclusion in words or in agreement.
+            assert!(!v.settled && v.conclusion.is_empty() && v.agreement == Agreement::NotYet, "{v:?}");
+            assert_eq!(v.sentence, "Measuring (step 120 of 300): not decided yet (the run's end decides). R² = 0.5.");
         }
         assert!(!all.joma[0].settled && all.joma[0].sentence == "too few");
         ended.settle(300, 300);
-        assert!(ended.brownian.as_ref().unwrap().settled && ended.brownian.as_ref().unwrap().sentence == "x");
+        let b = ended.brownian.as_ref().unwrap();
+        assert!(b.settled && b.sentence == "Brownian: x. R² = 0.5." && b.agreement == Agreement::Disagrees);
     }
 }

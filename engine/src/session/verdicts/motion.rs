@@ -86,13 +86,7 @@ pub fn brownian_over(b: &Brownian, axis: Axis) -> Verdict {
             if inside { ", as one diffusion would give" } else { ": the motion is not one diffusion" }
         )
     };
-    // Decisive once enough frames are fitted and both numbers are clear of their thresholds.
-    let clear = |x: f64, at: f64, by: f64| x.is_finite() && (x - at).abs() > by;
-    let decisive = b.mean_cos.len() >= 8
-        && clear(b.r_squared, GOOD_R2, 0.05)
-        && clear(b.r_squared, ROUGH_R2, 0.05)
-        && clear(b.ks, critical, 0.15 * critical);
-    Verdict::new(agreement, format!("{head}. {fit_words}; {ks_words}.{ml_words}")).concluding(head, decisive)
+    Verdict::new(agreement, format!("{head}. {fit_words}; {ks_words}.{ml_words}")).concluding(head)
 }
 
 /// Brownian motion or the particles' attention flow over training (`flow_over`).
@@ -135,7 +129,7 @@ pub fn flow_over(f: &Flow, brownian: Option<Agreement>, axis: Axis) -> Verdict {
              above stands)",
         ),
     };
-    Verdict::new(agreement, format!("{head}. {numbers}{limit}")).concluding(head, true)
+    Verdict::new(agreement, format!("{head}. {numbers}{limit}")).concluding(head)
 }
 
 #[cfg(test)]

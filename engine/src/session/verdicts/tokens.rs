@@ -32,8 +32,6 @@ pub fn grouping(probe: &Probe, symbols: &[String], depth: usize) -> Option<Verdi
         (Agreement::Disagrees, "No grouping by kind")
     };
     let place = if depth == cfg.layers { "the final LayerNorm".to_string() } else { format!("layer {depth}") };
-    let clear = |x: f64, at: f64, by: f64| (x - at).abs() > by;
-    let decisive = clear(gap, 0.3, 0.03) && clear(gap, 0.1, 0.03) && clear(gap - gap0, 0.05, 0.02);
     Some(
         Verdict::new(
             agreement,
@@ -43,7 +41,7 @@ pub fn grouping(probe: &Probe, symbols: &[String], depth: usize) -> Option<Verdi
                 g.same, g.different, first.step, g0.same, g0.different
             ),
         )
-        .concluding(head, decisive),
+        .concluding(head),
     )
 }
 
@@ -70,7 +68,7 @@ pub fn on_sphere(probe: &Probe) -> Option<Verdict> {
                 worst, cfg.d_model
             ),
         )
-        .concluding(head, true),
+        .concluding(head),
     )
 }
 
@@ -87,7 +85,7 @@ pub fn markov_chain(probe: &Probe) -> Option<Verdict> {
                 Validity::Ok { max_row_error } => worst = worst.max(max_row_error),
                 other => {
                     let sentence = format!("Not a Markov matrix: layer {l} fails the check ({other:?}).");
-                    return Some(Verdict::new(Agreement::Disagrees, sentence).concluding("Not a Markov matrix", true));
+                    return Some(Verdict::new(Agreement::Disagrees, sentence).concluding("Not a Markov matrix"));
                 }
             }
         }
@@ -100,7 +98,7 @@ pub fn markov_chain(probe: &Probe) -> Option<Verdict> {
                  the transition matrix of a random walk over the positions."
             ),
         )
-        .concluding("A Markov chain", true),
+        .concluding("A Markov chain"),
     )
 }
 
@@ -131,7 +129,6 @@ pub fn kernel(probe: &Probe) -> Option<Verdict> {
     } else {
         (Agreement::Disagrees, "Far from a Gaussian kernel")
     };
-    let decisive = (mean - 0.05).abs() > 0.01 && (mean - 0.25).abs() > 0.03;
     Some(
         Verdict::new(
             agreement,
@@ -141,6 +138,6 @@ pub fn kernel(probe: &Probe) -> Option<Verdict> {
                  total variation of {mean:.2} (0 identical, 1 disjoint): their keys do not all have the same length."
             ),
         )
-        .concluding(head, decisive),
+        .concluding(head),
     )
 }

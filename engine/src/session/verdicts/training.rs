@@ -34,8 +34,6 @@ pub fn race(curves: &[(String, Vec<(usize, f32)>, Vec<(f64, f32)>)], total: usiz
     };
     let ahead = a < b;
     let head = if ahead { "Fewer steps with second order" } else { "Second order is not ahead in steps" };
-    // Decisive once the gap is clear of the noise of the last tenth's mean.
-    let decisive = steps >= 30 && (a - b).abs() > 0.02 * a.max(b);
     let mut v = Verdict::new(
         if ahead { Agreement::Agrees } else { Agreement::Disagrees },
         format!(
@@ -43,7 +41,7 @@ pub fn race(curves: &[(String, Vec<(usize, f32)>, Vec<(f64, f32)>)], total: usiz
             own.0, rival.0
         ),
     )
-    .concluding(head, decisive);
+    .concluding(head);
     let done = |pts: &[(usize, f32)]| pts.last().map_or(0, |p| p.0);
     v.settle(done(&own.1).min(done(&rival.1)), total);
     Some(v)
@@ -85,12 +83,8 @@ pub fn joma(entropy: &[EntropyPoint], nonlinear: bool) -> Vec<Verdict> {
                 (CurveShape::Rising, _) => (Agreement::Disagrees, "denser from the start: no sparse phase"),
                 (CurveShape::Flat, _) => (Agreement::Disagrees, "about as dense as it started: no clear phase"),
             };
-            // Decisive once each of the shape's tests is clear of the tolerance it is judged by.
-            let tol = joma::SHAPE_TOL;
-            let clear = |x: f64| (x - tol).abs() > tol / 2.0;
-            let decisive = curve.len() >= 6 && clear(s.drop) && clear(s.rebound) && clear(s.last - s.initial);
             let head = format!("Layer {l}: {words}");
-            Verdict::new(agreement, format!("{head}; {numbers}.")).concluding(head, decisive)
+            Verdict::new(agreement, format!("{head}; {numbers}.")).concluding(head)
         })
         .collect()
 }
@@ -133,8 +127,16 @@ mod tests {
             v.sentence
         );
         let v = race(&[("cgfac".into(), curve(slow), vec![]), ("adam".into(), curve(fast), vec![])], 200).unwrap();
-        assert_eq!(v.agreement, Agreement::Disagrees);
-        assert!(!v.settled && v.sentence.starts_with("So far (step 40 of 200): Second order"), "{}", v.sentence);
+        // Before both have trained every step: the losses so far, and no answer yet.
+        assert_eq!(v.agreement, Agreement::NotYet);
+        assert!(!v.settled && v.conclusion.is_empty());
+        assert!(
+            v.sentence.starts_with(
+                "Measuring (step 40 of 200): not decided yet (the run's end decides). After 40 steps cgfac is at loss"
+            ),
+            "{}",
+            v.sentence
+        );
         assert!(race(&[("cgfac".into(), curve(fast), vec![])], 40).is_none());
     }
 
@@ -150,9 +152,17 @@ mod tests {
         assert_eq!(joma(&curve(&[2.5, 2.0]), true)[0].agreement, Agreement::NotYet);
         let mut layers = joma(&curve(&[2.5, 2.0, 1.6, 1.9, 2.2]), true);
         layers.extend(joma(&curve(&[2.5, 2.0, 1.6, 1.6]), true));
+        let mut ended = layers.clone();
         layers.iter_mut().for_each(|v| v.settle(40, 300));
         let one = joined(&layers).unwrap();
+        assert_eq!((one.agreement, one.conclusion.as_str()), (Agreement::NotYet, ""));
+        // (Both curves are a layer 0 of their own run.)
+        assert!(
+            !one.settled && one.sentence.matches("Layer 0: Measuring (step 40 of 300): not decided yet").count() == 2
+        );
+        ended.iter_mut().for_each(|v| v.settle(300, 300));
+        let one = joined(&ended).unwrap();
         assert_eq!(one.agreement, Agreement::Partly);
-        assert!(!one.settled && one.sentence.matches("So far (step 40 of 300): ").count() == 1, "{}", one.sentence);
+        assert!(one.settled && one.conclusion.matches("Layer 0: ").count() == 2, "{}", one.conclusion);
     }
 }

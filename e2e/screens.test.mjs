@@ -1,0 +1,80 @@
+// What a room sees at the end of every tour step's run, on a projector (1920x1080, presenter
+// mode), a laptop (1280x800) and a phone (390x844): the tour's card holds its whole text and its
+// buttons on the screen, and on the projector and the laptop the chart the step talks about stays
+// in view from its start to its end, however long its verdicts grow; every canvas is drawn at the
+// shape it is shown (its pixels' aspect within 3% of its box's), every chart's plot 160 px tall or more.
+// Shared helpers and how to run: helpers.mjs.
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { ARTIFACTS, launch, open } from './helpers.mjs';
+
+/** The chart each step's panel opens with. */
+const CHARTS = { 'panel-brownian': 'brownian-chart', 'panel-loss': 'loss-chart', 'panel-entropy': 'entropy-chart' };
+
+/** The card's text cut off (px hidden in it or its body), and its buttons off the screen. */
+const card = (page) => page.evaluate(() => {
+  const tour = document.getElementById('tour');
+  const body = tour.querySelector('.tour-body');
+  const cut = Math.max(tour.scrollHeight - tour.clientHeight, body.scrollHeight - body.clientHeight);
+  const off = [...tour.querySelectorAll('.tour-buttons button')].filter((b) => {
+    const r = b.getBoundingClientRect();
+    return r.top < 0 || r.bottom > innerHeight || r.left < 0 || r.right > innerWidth;
+  }).map((b) => b.id);
+  return { cut, off, panel: tour.dataset.panel };
+});
+
+/** The share of canvas `id` on the screen now (0 to 1). */
+const seen = (page, id) => page.evaluate((id) => {
+  const r = document.getElementById(id).getBoundingClientRect();
+  const h = Math.max(0, Math.min(r.bottom, innerHeight) - Math.max(r.top, 0));
+  const w = Math.max(0, Math.min(r.right, innerWidth) - Math.max(r.left, 0));
+  return r.width * r.height > 0 ? (w * h) / (r.width * r.height) : 0;
+}, id);
+
+/** Canvases on the page whose pixels are stretched over 3% to fill their box. */
+const stretched = (page) => page.evaluate(() => [...document.querySelectorAll('canvas')]
+  .filter((c) => c.checkVisibility() && c.clientWidth >= 50 && c.clientHeight >= 50)
+  .map((c) => [c.id, (c.width / c.height) / (c.clientWidth / c.clientHeight)])
+  .filter(([, r]) => Math.abs(r - 1) > 0.03)
+  .map(([id, r]) => `${id} ${r.toFixed(2)}x`));
+
+/** Charts whose plot (inside the caption, axes and legend) is under 160 px tall. */
+const crushed = (page) => page.evaluate(() => [...document.querySelectorAll('canvas[data-plot-bottom]')]
+  .filter((c) => c.checkVisibility())
+  .map((c) => [c.id, Number(c.dataset.plotBottom) - Number(c.dataset.plotTop)])
+  .filter(([, h]) => h < 159)
+  .map(([id, h]) => `${id} ${h} px`));
+
+for (const [width, height, presenter] of [[1920, 1080, true], [1280, 800, false], [390, 844, false]]) {
+  test(`every tour step at ${width}x${height}${presenter ? ' in presenter mode' : ''}: the card whole and on screen after its run${width > 500 ? ', its chart in view throughout' : ''}`, { timeout: 600_000 }, async (t) => {
+    const { page, problems } = await launch(t, { viewport: { width, height } });
+    for (let n = 1; n <= 6; n++) {
+      await open(page, `#tour=${n}`);
+      if (presenter) await page.keyboard.press('p');
+      await page.selectOption('#pace', '0');
+      await page.click('#tour-run');
+      const panel = await page.evaluate(() => document.querySelector('.tour-focus')?.id);
+      const chart = width > 500 ? CHARTS[panel] : undefined;
+      const shares = [];
+      if (chart) {
+        await page.waitForSelector(`#${chart}`);
+        shares.push(await seen(page, chart));
+      }
+      await page.waitForFunction(() => document.getElementById('tour-verdict')?.dataset.settled === 'true', null, { timeout: 240_000, polling: 250 });
+      // The ended run's last frames and the flow fit, drawn.
+      await page.waitForTimeout(1500);
+      if (chart) shares.push(await seen(page, chart));
+      const c = await card(page);
+      assert.deepEqual(await stretched(page), [], `step ${n} at ${width}x${height}: canvases drawn at another shape`);
+      assert.deepEqual(await crushed(page), [], `step ${n} at ${width}x${height}: plots too short to read`);
+      await page.screenshot({ path: join(ARTIFACTS, `screen-${width}-tour-${n}.png`) });
+      t.diagnostic(`step ${n}: card cut by ${c.cut} px, buttons off screen ${JSON.stringify(c.off)}${chart ? `, #${chart} ${shares.map((s) => `${Math.round(100 * s)}%`).join(' then ')} in view` : ''}`);
+      assert.ok(c.cut <= 1, `step ${n} at ${width}x${height}: the card's text is cut by ${c.cut} px`);
+      assert.deepEqual(c.off, [], `step ${n} at ${width}x${height}: the card's buttons are on the screen`);
+      for (const s of shares) assert.ok(s >= 0.9, `step ${n} at ${width}x${height}: #${chart} is ${Math.round(100 * s)}% in view`);
+    }
+    assert.deepEqual(problems, [], 'no console errors');
+  });
+}
