@@ -161,7 +161,8 @@ test('lose nothing, model files, non-finite loss, Brownian panel, PNG and theme'
   await page.click('#start');
   await page.waitForFunction(
     () => ['brownian-d', 'brownian-r2', 'brownian-ks'].every((id) => Number.isFinite(Number(document.getElementById(id)?.dataset.value ?? 'x'))) &&
-      Number(document.getElementById('sphere')?.dataset.ghosts) > 0,
+      Number(document.getElementById('sphere')?.dataset.ghosts) > 0 &&
+      /entropy [\d.]+ → lowest/.test(document.getElementById('verdict-joma-0')?.textContent ?? ''),
     null,
     { timeout: 60_000, polling: 100 },
   );
@@ -181,11 +182,14 @@ test('lose nothing, model files, non-finite loss, Brownian panel, PNG and theme'
   const ghosts = await page.evaluate(() => Number(document.getElementById('sphere').dataset.ghosts));
   assert.equal(ghosts, 32, 'one ghost walker per token');
   // Each science panel answers its question in words, with the number that makes it meaningful.
+  await page.waitForFunction(() => /critical value/.test(document.getElementById('verdict-brownian')?.textContent ?? ''), null, { timeout: 10_000 });
   const brownianVerdict = await textOf(page, '#verdict-brownian');
   // (Until its numbers decide, a provisional verdict says it is measuring, with the same numbers.)
   assert.match(brownianVerdict, /^((Brownian|Partly Brownian|Not Brownian)|Measuring \(step \d+ of 300\): not decided yet).*R² = .*KS = [\d.]+, (within|beyond) the 5% critical value 0\.34 for 32 tokens/s);
   assert.match(await textOf(page, '#verdict-sphere'), /^On the sphere: every token of the probe row is within .* of the sphere of radius √32/);
   assert.match(await textOf(page, '#verdict-markov'), /^A Markov chain: every row of every head is non-negative and sums to 1/);
+  // (A verdict's words change on screen at most every 2 s, so a class can read them: the latest comes.)
+  await page.waitForFunction(() => /entropy [\d.]+ → lowest/.test(document.getElementById('verdict-joma-0')?.textContent ?? ''), null, { timeout: 10_000 });
   assert.match(await textOf(page, '#verdict-joma-0'), /^(Layer 0: |Layer 0: Measuring \(step \d+ of 300\): not decided yet).*entropy [\d.]+ → lowest/);
   notes.push(`Brownian verdict: "${brownianVerdict}"`);
   await page.locator('#panel-brownian').screenshot({ path: join(ARTIFACTS, 'panel-brownian.png') });

@@ -119,8 +119,11 @@ pub fn Panel(
             class:hidden=move || hidden.get()
             aria-labelledby=format!("{name}-title")
         >
-            <h2 id=format!("{name}-title")>{title}</h2>
-            <Explain>{explain}</Explain>
+            // The title and "What is this?" share a line while it is closed: the figures start higher.
+            <div class="panel-head">
+                <h2 id=format!("{name}-title")>{title}</h2>
+                <Explain>{explain}</Explain>
+            </div>
             {children()}
         </section>
     }

@@ -10,14 +10,14 @@ pub fn in_words(r: &Inspection) -> String {
     let span = |v: &mut dyn Iterator<Item = f64>| {
         v.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), x| (lo.min(x), hi.max(x)))
     };
-    let (len_lo, len_hi) = span(&mut r.layers.iter().map(|l| l.residual_norm));
     let (gain_lo, gain_hi) = span(&mut r.layers.iter().map(|l| 100.0 * l.gain.mean_rel_offset));
     let (ent_lo, ent_hi) = span(&mut r.layers.iter().flat_map(|l| l.heads.iter().map(|h| h.entropy)));
     let norm = &r.norm;
+    let norms: Vec<(usize, f64)> = r.layers.iter().map(|l| (l.layer, l.residual_norm)).collect();
     let mut out = format!(
-        "Before each {norm}, a token's vector is {len_lo:.1} to {len_hi:.1} long on average (it grows as the layers \
-         add to it); the {norm} brings every one back to length √{} = {:.2}, onto the sphere, and its gain then moves \
-         them {gain_lo:.0}% to {gain_hi:.0}% off it.",
+        "Before each {norm}, a token's vector has an average length of {}; the {norm} brings every one back to \
+         length √{} = {:.2}, onto the sphere, and its gain then moves them {gain_lo:.0}% to {gain_hi:.0}% off it.",
+        lengths(&norms, r.n_layer, norm),
         r.d_model,
         (r.d_model as f64).sqrt()
     );
@@ -30,6 +30,27 @@ pub fn in_words(r: &Inspection) -> String {
         );
     }
     out
+}
+
+/// How the stream's length goes through depth, as the table has it (`norms`: per depth, its layer
+/// and mean length; depth `last` is the final norm): "1.1 at layer 0, growing to 40.8 at layer 11,
+/// then 37.8 at the final LayerNorm". The layers add to it, and it may still fall.
+fn lengths(norms: &[(usize, f64)], last: usize, norm: &str) -> String {
+    let at = |i: usize| match norms[i].0 {
+        l if l == last => format!("the final {norm}"),
+        l => format!("layer {l}"),
+    };
+    let (Some(first), Some(end)) = (norms.first().map(|x| x.1), norms.len().checked_sub(1)) else {
+        return "of no length yet".into();
+    };
+    let top = (0..norms.len()).max_by(|&a, &b| norms[a].1.total_cmp(&norms[b].1)).unwrap_or(0);
+    let (peak, final_len) = (norms[top].1, norms[end].1);
+    match top {
+        0 if end == 0 => format!("{first:.1}"),
+        0 => format!("{first:.1} at {}, falling to {final_len:.1} at {}", at(0), at(end)),
+        t if t == end => format!("{first:.1} at {}, growing to {final_len:.1} at {}", at(0), at(end)),
+        t => format!("{first:.1} at {}, growing to {peak:.1} at {}, then {final_len:.1} at {}", at(0), at(t), at(end)),
+    }
 }
 
 /// "The texts part at token …": where the two texts differ, that the tokens before it stay put
@@ -150,6 +171,25 @@ pub fn depth_in_words(d: &DepthFit) -> Option<String> {
 mod tests {
     use super::*;
     use crate::session::{Brownian, Flow};
+
+    #[test]
+    fn the_length_sentence_follows_the_table_up_and_down() {
+        // GPT-2 small's stream (lab inspect's table): it grows through the blocks, and falls before
+        // the final norm; BERT's falls at the end too.
+        let gpt2 = [(0, 1.1), (6, 22.4), (11, 40.8), (12, 37.8)];
+        assert_eq!(
+            lengths(&gpt2, 12, "LayerNorm"),
+            "1.1 at layer 0, growing to 40.8 at layer 11, then 37.8 at the final LayerNorm"
+        );
+        assert_eq!(
+            lengths(&[(0, 2.0), (1, 3.5), (2, 5.0)], 2, "RMSNorm"),
+            "2.0 at layer 0, growing to 5.0 at the final RMSNorm"
+        );
+        assert_eq!(
+            lengths(&[(0, 11.0), (1, 10.6)], 1, "LayerNorm"),
+            "11.0 at layer 0, falling to 10.6 at the final LayerNorm"
+        );
+    }
 
     #[test]
     fn the_depth_sentence_carries_the_fits_numbers() {

@@ -135,6 +135,21 @@ pub fn draw_lines(
     x_max: f64,
     dark: bool,
 ) -> Result<(), String> {
+    draw(canvas, caption, x_desc, y_desc, lines, x_max, dark, true)
+}
+
+/// [`draw_lines`]; `grow`: a plot under [`MIN_PLOT_PX`] grows its canvas and is drawn again.
+#[allow(clippy::too_many_arguments)]
+fn draw(
+    canvas: HtmlCanvasElement,
+    caption: &str,
+    x_desc: &str,
+    y_desc: &str,
+    lines: &[Line],
+    x_max: f64,
+    dark: bool,
+    grow: bool,
+) -> Result<(), String> {
     let theme = Theme::new(dark);
     let s = fit(&canvas);
     let text = canvas_text::px();
@@ -144,7 +159,7 @@ pub fn draw_lines(
     let room = |v: f64| px(v * text / DEFAULT_PX);
     // As many tick labels as fit without touching: a small chart shows fewer.
     let ticks = |pixels: u32, per_label: f64| ((pixels as f64 / (per_label * text * s)) as usize).clamp(2, 10);
-    let x_ticks = ticks(canvas.width(), 5.0);
+    let (x_ticks, y_ticks) = (ticks(canvas.width(), 5.0), ticks(canvas.height(), 2.5));
     let width = canvas.width() as i32;
     let element = canvas.clone();
     let backend = ChartCanvas::new(canvas).ok_or_else(|| "the canvas has no 2D context".to_string())?;
@@ -175,17 +190,6 @@ pub fn draw_lines(
         used += need;
     }
     let band = if keys.is_empty() { 0 } else { rows.len() as i32 * row + room(6.0) };
-    // The plot keeps at least MIN_PLOT_PX of height: a canvas too short for its caption, axes and
-    // legend as well grows (a projector's 24 px text left some plots 45 px).
-    let chrome = 30.0 + 1.5 * caption_px + 36.0 * text / DEFAULT_PX + band as f64 / s;
-    let _ = element.style().set_property("min-height", &format!("{:.0}px", chrome + MIN_PLOT_PX));
-    let before = element.height();
-    fit(&element);
-    let backend = match element.height() == before {
-        true => backend,
-        false => ChartCanvas::new(element.clone()).ok_or_else(|| "the canvas has no 2D context".to_string())?,
-    };
-    let y_ticks = ticks(element.height(), 2.5);
     let root = backend.into_drawing_area();
     root.fill(&theme.bg).map_err(|e| e.to_string())?;
     let (lo, hi) = range(lines, true);
@@ -237,6 +241,15 @@ pub fn draw_lines(
         below = y;
     }
     let plot = chart.plotting_area().get_pixel_range();
+    // The plot keeps at least MIN_PLOT_PX of height: a canvas too short for its caption, axes and
+    // legend as well grows (a projector's 24 px text left some plots 45 px), and is drawn again.
+    let short = MIN_PLOT_PX - (plot.1.end - plot.1.start) as f64 / s;
+    if grow && short > 0.5 {
+        // (min-height is the border box's: the border counts.)
+        let tall = (element.offset_height() as f64 + short).ceil();
+        let _ = element.style().set_property("min-height", &format!("{tall}px"));
+        return draw(element, caption, x_desc, y_desc, lines, x_max, dark, false);
+    }
     let top = plot.1.end + room(32.0) + room(4.0);
     draw_legend(&root, top, &rows, &keys, &label_widths, (swatch, gap, row), &legend_font)
         .map_err(|e| e.to_string())?;
