@@ -135,21 +135,6 @@ pub fn draw_lines(
     x_max: f64,
     dark: bool,
 ) -> Result<(), String> {
-    draw(canvas, caption, x_desc, y_desc, lines, x_max, dark, true)
-}
-
-/// [`draw_lines`]; `grow`: a plot under [`MIN_PLOT_PX`] grows its canvas and is drawn again.
-#[allow(clippy::too_many_arguments)]
-fn draw(
-    canvas: HtmlCanvasElement,
-    caption: &str,
-    x_desc: &str,
-    y_desc: &str,
-    lines: &[Line],
-    x_max: f64,
-    dark: bool,
-    grow: bool,
-) -> Result<(), String> {
     let theme = Theme::new(dark);
     let s = fit(&canvas);
     let text = canvas_text::px();
@@ -244,11 +229,14 @@ fn draw(
     // The plot keeps at least MIN_PLOT_PX of height: a canvas too short for its caption, axes and
     // legend as well grows (a projector's 24 px text left some plots 45 px), and is drawn again.
     let short = MIN_PLOT_PX - (plot.1.end - plot.1.start) as f64 / s;
-    if grow && short > 0.5 {
-        // (min-height is the border box's: the border counts.)
-        let tall = (element.offset_height() as f64 + short).ceil();
+    if short > 0.5 {
+        // (min-height is the border box's: the border counts.) Drawn again only if it grew.
+        let before = element.offset_height();
+        let tall = (before as f64 + short).ceil();
         let _ = element.style().set_property("min-height", &format!("{tall}px"));
-        return draw(element, caption, x_desc, y_desc, lines, x_max, dark, false);
+        if element.offset_height() > before {
+            return draw_lines(element, caption, x_desc, y_desc, lines, x_max, dark);
+        }
     }
     let top = plot.1.end + room(32.0) + room(4.0);
     draw_legend(&root, top, &rows, &keys, &label_widths, (swatch, gap, row), &legend_font)
