@@ -18,6 +18,8 @@ test('a training history: each checkpoint\'s entropy per layer as lab history ha
   const requests = [];
   page.on('request', (r) => requests.push(r.url()));
   await openModel(page, { fetch: false });
+  // The history is one of the model mode's sections: its tab shows it.
+  await page.click('#section-history');
   assert.match(await textOf(page, '#history-plan'), /^16 checkpoints of EleutherAI\/pythia-14m, about 853 MB to download/);
   await page.fill('#history-model', ID);
   await page.fill('#history-steps', '0, 1000, 2000, 4000');

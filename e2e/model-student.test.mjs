@@ -51,10 +51,13 @@ test('a student reads a real model: sentences with the engine\'s numbers, two te
   for (const want of [brownian.r_squared, brownian.ks, brownian.ks_critical, flow.rmse_particles, flow.rmse_brownian]) {
     assert.ok(inDepth.some((n) => Math.abs(n - want) <= 0.0051), `${want} in "${depth}"`);
   }
-  assert.match(depth, brownian.ks <= brownian.ks_critical ? /spread like random walkers'/ : /spread unlike random walkers'/);
+  assert.match(depth, brownian.ks <= brownian.ks_critical ? /spread like Brownian walkers'/ : /spread unlike Brownian walkers'/);
   assert.ok(cliText.includes(depth.split(' Here ')[0]), 'lab inspect opens the depth with the same words');
 
   // Two texts side by side: the changed token marked in each, the layers as lab inspect --compare.
+  // Its own section: the tab shows it, and the reading steps aside.
+  await page.click('#section-compare');
+  assert.equal(await page.isVisible('#model-layers'), false, 'one section at a time');
   await page.fill('#model-text-b', SECOND);
   await page.click('#model-compare-run');
   await page.waitForSelector('#model-compare-layers tbody tr', { timeout: 60_000 });
@@ -140,10 +143,18 @@ test('a student reads a real model: sentences with the engine\'s numbers, two te
   assert.equal(await textOf(page, '#depth-value'), 'final');
   assert.ok(seen.size >= 6, `the walk passes through the layers: ${[...seen]}`);
 
-  // A wide screen lays the blocks out in columns: the table and the kernel side by side.
-  await page.setViewportSize({ width: 1600, height: 900 });
-  const [a, b] = await Promise.all(['#model-layers-block', '#model-kernel-block'].map((s) => page.locator(s).boundingBox()));
-  assert.ok(b.x >= a.x + a.width - 1 && Math.abs(b.y - a.y) < 2, `side by side: ${JSON.stringify([a, b])}`);
+  // From 1200 px the sphere, the attention and the model's text side by side, the section under
+  // all three with the reading's blocks in columns.
+  await page.click('#section-reading');
+  for (const [w, h] of [[1280, 800], [1600, 900]]) {
+    await page.setViewportSize({ width: w, height: h });
+    const [a, b, m, body] = await Promise.all(['#panel-sphere', '#panel-attention', '.model-head', '.model-body'].map((s) => page.locator(s).boundingBox()));
+    assert.ok(b.x >= a.x + a.width - 1 && Math.abs(b.y - a.y) < 2, `at ${w}: the sphere and the attention side by side: ${JSON.stringify([a, b])}`);
+    assert.ok(m.x >= b.x + b.width - 1 && Math.abs(m.y - a.y) < 2, `at ${w}: the model's text beside them: ${JSON.stringify(m)}`);
+    assert.ok(body.y >= Math.max(a.y + a.height, b.y + b.height, m.y + m.height) - 1 && body.width > 0.9 * w, `at ${w}: the section under them: ${JSON.stringify(body)}`);
+    const [l, k] = await Promise.all(['#model-layers-block', '#model-kernel-block'].map((s) => page.locator(s).boundingBox()));
+    assert.ok(k.x >= l.x + l.width - 1 && Math.abs(k.y - l.y) < 2, `at ${w}: the blocks side by side: ${JSON.stringify([l, k])}`);
+  }
   await page.screenshot({ path: join(ARTIFACTS, 'model-wide.png'), fullPage: true });
   assert.deepEqual(problems, []);
 });

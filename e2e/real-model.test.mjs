@@ -127,6 +127,7 @@ test('a real model: GPT-2 fetched under the hub\'s layout reads a text on every 
   // probability it was drawn with, and a click shows the candidates the CLI lists.
   const written = async (flags) => {
     const before = await page.evaluate(() => document.getElementById('model-written')?.dataset.text ?? null);
+    await page.click('#section-writing');
     await page.click('#model-write');
     await page.waitForFunction((b) => {
       const w = document.getElementById('model-written');
@@ -228,4 +229,34 @@ test('a real model: a cancelled download and a refused cache lose nothing, and b
     assert.ok(Math.abs(web.layers[i].heads[j].entropy - h.entropy) <= 1e-4, `layer ${i} head ${j}: ${web.layers[i].heads[j].entropy} from the .bin, ${h.entropy} natively`);
   }));
   assert.deepEqual(problems.filter((p) => !p.includes('model.safetensors') && !p.includes('pytorch_model.bin')), []);
+});
+
+test('a long reading is cancelled: the worker stops, the model opens again from the browser\'s copy, the text stays', { timeout: 180_000 }, async (t) => {
+  const { page, problems } = await launch(t, { viewport: { width: 1280, height: 800 } });
+  await openModel(page);
+  await page.waitForSelector('#model-tokens', { timeout: 120_000 });
+  await page.waitForSelector('#model-busy', { state: 'detached', timeout: 60_000 });
+  const before = await page.$$eval('#model-tokens .piece', (els) => els.map((e) => e.textContent));
+  // A machine 400 times slower: the depth fits of one reading take minutes.
+  await page.evaluate(() => window.spherewalk.testing.slowModelWorker(400));
+  const longText = 'A slow reading that a student would rather stop: tokens walk on the sphere.';
+  await page.fill('#model-text', longText);
+  const script = page.evaluate((text) => window.spherewalk.inspect(text).then(() => 'resolved', (e) => `rejected: ${e.message}`), longText);
+  await page.waitForSelector('#model-stop', { timeout: 60_000 });
+  t.diagnostic(`busy with: ${await textOf(page, '#model-busy')}`);
+  const stoppedAt = Date.now();
+  await page.click('#model-stop');
+  assert.match(await script, /^rejected: cancelled/, 'a script waiting on the reading hears it was cancelled');
+  await page.waitForSelector('#model-busy', { state: 'detached', timeout: 60_000 });
+  t.diagnostic(`the model was open again ${Date.now() - stoppedAt} ms after Cancel`);
+  assert.match(await textOf(page, '#model-message'), /^Cancelled: the model's worker was stopped/);
+  assert.match(await textOf(page, '#model-opened'), /12 layers, 4 heads, width 64/, 'the model is open again');
+  assert.equal(await page.inputValue('#model-text'), longText, 'the text stays');
+  // Reopened without reading it: the worker is new (at full speed) and reads when asked.
+  await page.fill('#model-text', MODEL_TEXT);
+  await page.click('#model-read');
+  await page.waitForSelector('#model-busy', { state: 'detached', timeout: 60_000 });
+  assert.deepEqual(await page.$$eval('#model-tokens .piece', (els) => els.map((e) => e.textContent)), before);
+  assert.equal(await page.getAttribute('#model-brownian', 'data-settled'), 'true', 'the new worker finishes its depth fits');
+  assert.deepEqual(problems, []);
 });

@@ -78,3 +78,49 @@ for (const [width, height, presenter] of [[1920, 1080, true], [1280, 800, false]
     assert.deepEqual(problems, [], 'no console errors');
   });
 }
+
+test('first screens: the presets at 1280x800, an estimate that never moves the page, a phone header whose buttons hold their labels, embeds inside 800x600', { timeout: 300_000 }, async (t) => {
+  const { page, problems } = await launch(t, { viewport: { width: 1280, height: 800 } });
+  await open(page, '');
+  // The presets are offered on the first screen, and picking one there is picking it in the settings.
+  const picker = await page.locator('#run-preset').boundingBox();
+  assert.ok(picker && picker.y >= 0 && picker.y + picker.height <= 800, `the presets on the first screen: ${JSON.stringify(picker)}`);
+  await page.selectOption('#run-preset', 'brownian');
+  assert.equal(await page.inputValue('#preset'), 'brownian', 'the settings follow the first screen\'s choice');
+  // Every pace says a different estimate (one is measured first): the stage stays where it was.
+  const top = () => page.evaluate(() => Math.round(document.querySelector('.stage').getBoundingClientRect().top + scrollY));
+  const at = await top();
+  const said = new Set();
+  for (const pace of ['2', '60', '0', '16']) {
+    await page.selectOption('#pace', pace);
+    await page.waitForTimeout(pace === '0' ? 4000 : 300);
+    said.add(await page.textContent('#estimate'));
+    assert.equal(await top(), at, `the stage stays at y ${at} with the estimate "${await page.textContent('#estimate')}"`);
+  }
+  assert.ok(said.size >= 3, `the estimate changed: ${[...said].join(' | ')}`);
+
+  // A phone: the header's buttons hold their labels, and Start is on the first screen.
+  const phone = await page.context().browser().newPage({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
+  await open(phone, '');
+  const cut = await phone.$$eval('header button', (bs) => bs.filter((b) => b.checkVisibility() && b.scrollWidth > b.clientWidth + 1).map((b) => `${b.id} ${b.scrollWidth}>${b.clientWidth}`));
+  assert.deepEqual(cut, [], 'no header button cuts its label');
+  const start = await phone.locator('#start').boundingBox();
+  assert.ok(start.y + start.height <= 844, `Start on the phone's first screen: ${JSON.stringify(start)}`);
+  await phone.screenshot({ path: join(ARTIFACTS, 'screen-390-first.png') });
+  await phone.close();
+
+  // Each embeddable panel inside an 800x600 frame: nothing to scroll, every figure whole.
+  await page.setViewportSize({ width: 800, height: 600 });
+  for (const panel of ['sphere', 'loss', 'attention', 'writing']) {
+    await open(page, `#embed=${panel}`);
+    await page.waitForTimeout(500);
+    const fit = await page.evaluate(() => ({
+      scroll: document.scrollingElement.scrollHeight,
+      out: [...document.querySelectorAll('canvas')].filter((c) => c.checkVisibility() && c.getBoundingClientRect().bottom > innerHeight + 1).map((c) => `${c.id} to ${Math.round(c.getBoundingClientRect().bottom)}`),
+    }));
+    assert.ok(fit.scroll <= 601, `#embed=${panel}: the page is ${fit.scroll} px tall in a 600 px frame`);
+    assert.deepEqual(fit.out, [], `#embed=${panel}: figures inside the frame`);
+    await page.screenshot({ path: join(ARTIFACTS, `screen-800-embed-${panel}.png`) });
+  }
+  assert.deepEqual(problems, [], 'no console errors');
+});

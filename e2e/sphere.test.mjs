@@ -203,7 +203,7 @@ test('the sphere and the chain: labels, arcs = the engine attention row, great-c
     await page.click('#start');
     await waitPhase(page, ['done'], 120_000);
     await page.waitForFunction(() => (document.getElementById('verdict-brownian')?.textContent ?? '').length > 20, null, { timeout: 10_000 });
-    return textOf(page, '#verdict-brownian');
+    return textOf(page, '#verdict-brownian .verdict-sentence');
   };
   const [early, late] = [await brownianAfter(12), await brownianAfter(300)];
   t.diagnostic(`Brownian verdict after 12 steps: ${early}`);
@@ -226,7 +226,9 @@ test('the sphere and the chain: labels, arcs = the engine attention row, great-c
   // --flow`, and the particles drawn as diamonds beside the ghosts.
   await page.waitForFunction(() => document.getElementById('brownian-flow')?.dataset.better, null, { timeout: 30_000 });
   const flowAttr = await page.evaluate(() => ({ ...document.getElementById('brownian-flow').dataset }));
-  const flowText = await textOf(page, '#verdict-flow');
+  const flowText = await textOf(page, '#verdict-flow .verdict-sentence');
+  // Each verdict says with which paper's claim it agrees or not.
+  assert.match(await textOf(page, '#verdict-brownian .verdict-label'), /^(Agrees with|Partly agrees with|Disagrees with) the Brownian paper \(tokens move like Brownian motion\)\.$/);
   t.diagnostic(`particles or Brownian: ${flowText}`);
   assert.match(flowText, /^(Brownian motion, not particles|Particles, not Brownian motion|Brownian motion comes closer than the particles' flow, but neither fits well).*Root-mean-square error/);
   // Never "Not Brownian" above a plain "Brownian motion fits better": the two answers read together.

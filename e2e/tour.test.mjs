@@ -105,6 +105,12 @@ test('the guided tour: every step sets up its experiment, points at its panel an
       const expectedOpener = { agrees: /^Step 4 measured a diffusion/, partly: /^Step 4 measured only part of a diffusion/, disagrees: /^Step 4 did not measure a diffusion/ }[settledAt[3]];
       assert.match(opener, expectedOpener, `step 4 ended "${settledAt[3]}"`);
     }
+    // Each step starts clean: the race's English prompt and step 4's ghosts stay behind.
+    if (i === 5) {
+      assert.equal(await page.isVisible('#writing-error'), false, `no writing error after the JoMA run: ${await page.textContent('#writing-error').catch(() => '')}`);
+      assert.doesNotMatch(await page.inputValue('#writing-prompt'), /child/, 'the race\'s prompt is not carried into the JoMA step');
+    }
+    if (i >= 4) assert.equal(await page.isChecked('#ghosts'), false, `step ${i + 1} starts without step 4's ghosts`);
     if (i + 1 < expected.length) {
       await page.click('#tour-next');
       await page.waitForFunction((n) => location.hash.includes(`tour=${n}`), i + 2, { timeout: 10_000 });

@@ -16,6 +16,13 @@ pub fn now_ms() -> f64 {
         .unwrap_or(0.0)
 }
 
+/// A test's slower machine: busy for `factor - 1` times `spent` milliseconds, as the work that
+/// took `spent` would on a machine `factor` times slower (`TestHook::Slowdown`).
+pub fn slow_down(spent: f64, factor: f64) {
+    let until = now_ms() + spent * (factor - 1.0);
+    while now_ms() < until {}
+}
+
 /// Waits `ms` milliseconds without blocking.
 pub async fn sleep(ms: f64) {
     let promise = Promise::new(&mut |resolve, _| {

@@ -44,7 +44,6 @@ impl Lab {
                 self.keep_curve();
                 self.clear();
                 self.curves.baselines.set(Some(baselines));
-                self.writing.prompt.set(prompt);
                 self.storage.saved.set(None);
                 self.total_steps.set(config.steps);
                 self.eval_every.set(config.eval_every);
@@ -53,6 +52,8 @@ impl Lab {
                 if let Some(s) = settings.as_ref().filter(|s| self.settings.with_untracked(|now| now != *s)) {
                     self.replace_settings(s.clone());
                 }
+                // After the settings: the run's prompt is in its own data's symbols.
+                self.writing.prompt.set(prompt);
                 // A resumed run goes at its own pace, not as fast as possible.
                 if let Some(s) = settings.as_ref() {
                     self.send(Command::SetPace { steps_per_second: s.pace() });

@@ -149,6 +149,7 @@ pub fn start(lab: Lab) {
 /// [`start`] reading `text` (a script's, which leaves the visitor's text box as it is).
 fn start_with(lab: Lab, text: String) {
     let h = lab.real.history;
+    lab.real.section.set(super::model_section::Section::History);
     let model = h.model.get_untracked().trim().to_string();
     let steps = match steps(&h.steps.get_untracked()) {
         Ok(s) => s,

@@ -20,6 +20,7 @@ pub mod export;
 mod fetching;
 pub mod history;
 pub mod hub;
+pub mod model_section;
 mod model_worker;
 pub mod pace;
 pub mod race;
@@ -27,6 +28,7 @@ pub mod real_model;
 pub mod script_api;
 pub mod site;
 mod state;
+pub mod stopping;
 pub mod url_state;
 pub mod writing;
 
@@ -336,6 +338,10 @@ impl Lab {
     /// Drops the run (keeping its curve for comparison) and goes back to idle.
     /// New settings as a whole: the form's bad entries and the link's marks give way to them.
     pub fn replace_settings(self, settings: Settings) {
+        // A prompt is written in its data's symbols: other data starts from its own.
+        if self.settings.with_untracked(|now| now.data != settings.data) {
+            self.writing.prompt.set(String::new());
+        }
         self.settings.set(settings);
         self.link_errors.set(Vec::new());
         self.replaced.update(|n| *n += 1);

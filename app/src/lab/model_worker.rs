@@ -39,6 +39,15 @@ pub fn send(lab: Lab, cmd: Command, bulk: Vec<JsValue>) {
     });
 }
 
+/// Stops the worker in the middle of what it does: a computation in a worker hears no message
+/// until it ends, so a long reading is cancelled by ending its worker. The next send starts anew.
+pub fn stop() {
+    if let Some(mut m) = MODEL.with_borrow_mut(Option::take) {
+        m.stop();
+    }
+    DEAD.set(false);
+}
+
 /// The Backend choice reaches the model worker too, when it runs.
 pub fn set_backend(lab: Lab) {
     if MODEL.with_borrow(Option::is_some) && !DEAD.get() {

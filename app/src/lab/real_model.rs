@@ -17,6 +17,7 @@ use super::comparing::Comparing;
 use super::fetching::{self, fits};
 use super::history::HistoryRun;
 use super::hub;
+use super::model_section::Section;
 use super::{model_worker, Lab};
 use common::protocol::{self, Command, OpenedModel};
 
@@ -53,6 +54,8 @@ pub struct Drawing {
 #[derive(Clone, Copy)]
 pub struct RealModel {
     pub mode: RwSignal<Mode>,
+    /// The section on screen.
+    pub section: RwSignal<Section>,
     pub opened: RwSignal<Option<OpenedModel>>,
     /// What the model is busy with ("Opening gpt2", "Reading"), shown beside the controls.
     pub busy: RwSignal<Option<String>>,
@@ -84,12 +87,24 @@ pub struct RealModel {
     other_panels: RwSignal<Option<Panels>>,
     next_id: RwSignal<u64>,
     abort: StoredValue<Option<web_sys::AbortController>, LocalStorage>,
+    /// Where the open model came from: what opens it again after its work was stopped.
+    pub(super) origin: StoredValue<Option<Origin>, LocalStorage>,
+    /// An opening that only brings the model back (after a stop): it reads nothing by itself.
+    pub(super) quiet: StoredValue<u64>,
+}
+
+/// Where a model's files came from.
+#[derive(Clone)]
+pub(super) enum Origin {
+    Hub(String),
+    Files(Vec<web_sys::File>),
 }
 
 impl RealModel {
     pub fn new() -> Self {
         RealModel {
             mode: RwSignal::new(Mode::Train),
+            section: RwSignal::new(Section::Reading),
             opened: RwSignal::new(None),
             busy: RwSignal::new(None),
             progress: RwSignal::new(None),
@@ -104,7 +119,7 @@ impl RealModel {
             },
             comparing: Comparing::new(),
             history: HistoryRun::new(),
-            text: RwSignal::new("The Brownian motion in the transformer model: tokens walk on the sphere.".into()),
+            text: RwSignal::new(super::comparing::FIRST.into()),
             hub_id: RwSignal::new("openai-community/gpt2".into()),
             source: RwSignal::new(None),
             fetched: StoredValue::new(Vec::new()),
@@ -114,7 +129,19 @@ impl RealModel {
             other_panels: RwSignal::new(None),
             next_id: RwSignal::new(MODEL_IDS),
             abort: StoredValue::new_local(None),
+            origin: StoredValue::new_local(None),
+            quiet: StoredValue::new(0),
         }
+    }
+
+    /// Busy with a reading, a comparison or a writing (not an opening): what "Cancel" stops.
+    pub fn working(self) -> bool {
+        self.busy.with(Option::is_some) && self.settled.get_value() == self.opening.get_value()
+    }
+
+    /// The last opening asked for.
+    pub(super) fn opening_number(self) -> u64 {
+        self.opening.get_value()
     }
 
     pub(super) fn id(self) -> u64 {
@@ -139,6 +166,7 @@ struct Sent {
     opening: u64,
     source: String,
     fetched: Vec<String>,
+    origin: Origin,
 }
 
 impl Default for RealModel {
@@ -243,7 +271,8 @@ pub fn open_files(lab: Lab, files: Vec<web_sys::File>) {
             names.push(name);
         }
         if current(lab, n) {
-            send_open(lab, n, weights.name(), names, bulk, "your files".into());
+            let origin = Origin::Files(files.clone());
+            send_open(lab, n, weights.name(), names, bulk, ("your files".into(), origin));
         }
     });
 }
@@ -308,14 +337,16 @@ pub fn fetch_hub(lab: Lab) {
         if !got.notes.is_empty() {
             lab.real.message.set(Some(Ok(got.notes.join(" "))));
         }
-        send_open(lab, n, id, got.names, got.bulk, hub::host_of(&base));
+        send_open(lab, n, id.clone(), got.names, got.bulk, (hub::host_of(&base), Origin::Hub(id)));
     });
 }
 
-/// Hands opening `n`'s files to the model worker, remembering where they came from.
-fn send_open(lab: Lab, n: u64, name: String, files: Vec<String>, bulk: Vec<JsValue>, source: String) {
+/// Hands opening `n`'s files to the model worker, remembering where they came from (the host's
+/// name shown, and what opens them again).
+fn send_open(lab: Lab, n: u64, name: String, files: Vec<String>, bulk: Vec<JsValue>, from: (String, Origin)) {
     let fetched = lab.real.fetched.try_update_value(std::mem::take).unwrap_or_default();
-    lab.real.sent.update_value(|s| s.push(Sent { opening: n, source, fetched }));
+    let (source, origin) = from;
+    lab.real.sent.update_value(|s| s.push(Sent { opening: n, source, fetched, origin }));
     model_worker::send(lab, Command::OpenModel { name, files, id: n }, bulk);
 }
 
@@ -386,12 +417,15 @@ pub fn read(lab: Lab) {
         return m.message.set(Some(Err("open a model first".into())));
     }
     let id = m.id();
+    m.section.set(Section::Reading);
     m.busy_after(id, Some("Reading".into()));
     // An error is answered by reading again; a note (the cache refused the files) stays.
     if m.message.with_untracked(|x| matches!(x, Some(Err(_)))) {
         m.message.set(None);
     }
-    model_worker::send(lab, Command::Read { text: m.text.get_untracked(), id }, vec![]);
+    let text = m.text.get_untracked();
+    m.comparing.follow(&text);
+    model_worker::send(lab, Command::Read { text, id }, vec![]);
 }
 
 /// The opened model writes after the text, as `drawing` says.
@@ -408,6 +442,7 @@ pub fn write(lab: Lab) {
         samples: 1,
     };
     let id = m.id();
+    m.section.set(Section::Writing);
     m.busy_after(id, Some("Writing".into()));
     model_worker::send(lab, Command::SampleModel { spec, id }, vec![]);
 }
@@ -444,6 +479,7 @@ pub fn on_opened(lab: Lab, n: u64, open: Option<OpenedModel>, error: Option<Stri
         m.source.set(None);
     } else if error.is_none() {
         m.source.set(sent.as_ref().map(|s| s.source.clone()));
+        m.origin.set_value(sent.as_ref().map(|s| s.origin.clone()));
     }
     let kept = open.as_ref().map(|o| o.name.clone());
     m.opened.set(open);
@@ -461,22 +497,28 @@ pub fn on_opened(lab: Lab, n: u64, open: Option<OpenedModel>, error: Option<Stri
                 m.message.set(Some(Err(e)))
             }
         }
-        None if last => read(lab),
+        None if last && m.quiet.get_value() != n => read(lab),
         None => {}
     }
 }
 
 /// The model worker crashed: the model is gone, every call waiting on it is refused with `why`.
 pub fn on_worker_lost(lab: Lab, why: String) {
-    let waiting = SCRIPT_READS.with_borrow_mut(std::mem::take);
-    for (_, _, reject) in waiting {
-        let _ = reject.call1(&JsValue::NULL, &js_sys::Error::new(&why).into());
-    }
-    super::history::on_worker_lost(&why);
+    refuse_waiting(&why);
     // An opening it died in fails as a refused one does: its files' copies are dropped too (a file
     // that crashed the worker would crash the next one).
     on_opened(lab, lab.real.opening.get_value(), None, Some(why));
     lab.real.sent.set_value(Vec::new());
+}
+
+/// Every call waiting on the model worker (a script's reading, a history's checkpoint) is refused
+/// with `why`: the worker is gone, or was stopped.
+pub(super) fn refuse_waiting(why: &str) {
+    let waiting = SCRIPT_READS.with_borrow_mut(std::mem::take);
+    for (_, _, reject) in waiting {
+        let _ = reject.call1(&JsValue::NULL, &js_sys::Error::new(why).into());
+    }
+    super::history::on_worker_lost(why);
 }
 
 /// Settles the `spherewalk.inspect` call waiting for reading `id`, if any.

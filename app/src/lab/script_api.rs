@@ -343,6 +343,10 @@ pub fn install(lab: Lab) {
     let trap_model =
         Closure::<dyn Fn()>::new(move || super::model_worker::send(lab, Command::Test(TestHook::Trap), vec![]));
     set(&testing, "trapModelWorker", &trap_model.into_js_value());
+    let slow_model = Closure::<dyn Fn(f64)>::new(move |factor: f64| {
+        super::model_worker::send(lab, Command::Test(TestHook::Slowdown { factor }), vec![])
+    });
+    set(&testing, "slowModelWorker", &slow_model.into_js_value());
     // The engine's numbers behind the figures, as the worker sent them, for the test to check the
     // drawings against: one head's attention matrix of the latest frame, and the recorded steps.
     let attention = Closure::<dyn Fn(usize, usize) -> JsValue>::new(move |layer: usize, head: usize| {

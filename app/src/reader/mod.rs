@@ -26,11 +26,13 @@ struct Reader {
     pretrained: Option<Pretrained>,
     /// Its weights on the GPU once a reading has run there, or why the GPU could not read it.
     gpu: Option<Result<GpuReader, String>>,
+    /// A test's: each reading's stage takes this many times its own time (a slower machine).
+    slowdown: f64,
 }
 
 impl Reader {
     fn new(mailbox: Mailbox) -> Self {
-        Reader { mailbox, backend: BackendChoice::Auto, pretrained: None, gpu: None }
+        Reader { mailbox, backend: BackendChoice::Auto, pretrained: None, gpu: None, slowdown: 1.0 }
     }
 
     fn post(&self, event: Event) {
@@ -54,6 +56,7 @@ impl Reader {
                     // A reading refused on the GPU is tried there again.
                     self.gpu = self.gpu.take().filter(|r| r.is_ok());
                 }
+                Command::Test(TestHook::Slowdown { factor }) => self.slowdown = factor.max(1.0),
                 // What a bug or a failed allocation does to the wasm: the page must notice.
                 Command::Test(TestHook::Trap) => core::arch::wasm32::unreachable(),
                 _ => {

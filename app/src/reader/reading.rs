@@ -12,7 +12,7 @@ use engine::session::BackendChoice;
 use wasm_bindgen::JsValue;
 
 use super::Reader;
-use crate::js::yield_now;
+use crate::js::{now_ms, yield_now};
 use crate::protocol::{self, Event, OpenedModel};
 
 fn summary(p: &Pretrained) -> OpenedModel {
@@ -127,7 +127,10 @@ impl Reader {
         self.mailbox.post(&event, bulk, 0);
         yield_now().await;
         let Some(p) = self.pretrained.as_ref() else { return };
-        self.post(Event::Depth { id, depth: Box::new(reading.fit_depth(p)) });
+        let began = now_ms();
+        let depth = reading.fit_depth(p);
+        crate::js::slow_down(now_ms() - began, self.slowdown);
+        self.post(Event::Depth { id, depth: Box::new(depth) });
     }
 
     /// Reads both texts on the CPU and compares them (the lenses are measured on the CPU anyway,

@@ -17,6 +17,10 @@ pub fn Header(lab: Lab, dark: RwSignal<bool>, modes: Modes, tour_step: RwSignal<
             <p class="subtitle" id="lead">
                 {move || lead::sentence(&lab.settings.get())}
             </p>
+            // The presets on the first screen (the settings below have them too).
+            <label for="run-preset" class="experiment-choice">
+                "Experiment " {crate::views::settings::preset_picker(lab, "run-preset")}
+            </label>
             <p id="backend" class="note" aria-live="polite">
                 {move || lab.backend.line.get()}
             </p>

@@ -7,12 +7,14 @@ use leptos::prelude::*;
 
 use crate::lab::backend::reading_place;
 use crate::lab::hub;
+use crate::lab::model_section::Section;
 use crate::lab::real_model::{self, Mode};
 use crate::lab::Lab;
 use crate::views::model_compare::ModelCompare;
 use crate::views::model_history::ModelHistory;
+use crate::views::model_sections::SectionTabs;
 use crate::views::model_writing::ModelWriting;
-use crate::views::panel::{verdict_line, Explain};
+use crate::views::panel::{symbol_key, verdict_line, Explain, MOTION_KEY};
 // Spaces made visible in a BPE piece (GPT-2's pieces carry their leading space).
 use crate::views::token_style::glyph as shown;
 
@@ -25,14 +27,6 @@ const LAYER_KEY: [&str; 6] = [
     "how far the norm's own scale and shift then move the tokens off the sphere, on average",
     "how spread out each head's attention is, in nats: 0 looks at one token, ln n at all n equally; the mean over heads, and lowest to highest",
     "how different each head's attention is from a Gaussian kernel on the sphere (total variation): 0 the same, 1 nothing in common",
-];
-/// The depth verdicts' symbols in words.
-const DEPTH_KEY: [(&str, &str); 5] = [
-    ("R²", "how much of the tokens' motion a steady drift explains: 1 all of it, 0 no more than no drift, below 0 worse"),
-    ("KS", "the largest gap between two distributions of angles (Kolmogorov-Smirnov); above the 5% critical value, chance alone rarely makes such a gap"),
-    ("D", "the diffusion constant: how fast random steps would spread the tokens, per layer"),
-    ("β", "the particles' inverse temperature: how sharply attention pulls each token towards the ones it looks at"),
-    ("flow time", "how much of the particles' own time one layer stands for"),
 ];
 
 /// The header's switch between the page's two modes: one button, for the mode not shown.
@@ -198,220 +192,252 @@ pub fn ModelPanel(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
     };
     view! {
         <section id="panel-model" class="panel model-open" aria-label="a real model">
-            <h2>
-                {move || {
-                    m.opened.with(|o| o.as_ref().map_or("A real model".to_string(), |o| format!("A real model: {}", o.family)))
-                }}
-            </h2>
-            <Explain>
-                "A trained transformer reads your text as tokens (pieces of words). Each layer adds to every \
-                 token's vector, then a norm pulls it back onto a sphere: the dots on the ball. Each head's \
-                 attention is a table of who looks at whom, and every row adds up to 1, so it is a random walk \
-                 among the tokens. The numbers below measure how close this comes to the papers' picture: \
-                 tokens on a sphere, attention as a Gaussian kernel, depth as time in a Brownian motion."
-            </Explain>
-            <p class="caption model-intro">
-                "A model as Hugging Face keeps it (config.json, model.safetensors and tokenizer.json): GPT-2, \
-                 Pythia (GPT-NeoX), SmolLM2 or TinyLlama (Llama), Qwen2, BERT. Fetch it by its id (add @ and a revision, \
-                 such as Pythia's @step3000, for a checkpoint of its training) or pick its files from your disk. It \
-                 runs here, in this tab: on the CPU, or on WebGPU as the Backend above says when the GPU can hold \
-                 its weights; the browser keeps the files for the next visit."
-            </p>
-            <div class="row model-fetch">
-                <label for="hub-id">"Model id "</label>
-                <input
-                    id="hub-id"
-                    type="text"
-                    list="hub-suggestions"
-                    spellcheck="false"
-                    prop:value=move || m.hub_id.get()
-                    on:input=move |ev| m.hub_id.set(event_target_value(&ev))
-                />
-                <datalist id="hub-suggestions">
-                    {hub::SUGGESTED
-                        .iter()
-                        .map(|(id, what)| view! { <option value=*id>{*what}</option> })
-                        .collect_view()}
-                </datalist>
-                <button id="hub-fetch" type="button" on:click=move |_| real_model::fetch_hub(lab)>
-                    "Fetch"
-                </button>
-                <button
-                    id="model-refetch"
-                    type="button"
-                    class="small"
-                    title="drop the copies this browser keeps of this model's files and fetch them from the hub again"
-                    on:click=move |_| real_model::fetch_again(lab)
-                >
-                    "Fetch again"
-                </button>
-                <label for="model-files">" or your files "</label>
-                <input id="model-files" type="file" multiple accept=".json,.safetensors,.txt,.bin" on:change=on_files />
-            </div>
-            <Show when=move || m.progress.with(Option::is_some)>
-                <div class="row" id="model-download">
-                    <progress
-                        id="model-progress"
-                        max=move || m.progress.with(|p| p.as_ref().and_then(|p| p.total).unwrap_or(1.0))
-                        value=move || m.progress.with(|p| p.as_ref().map_or(0.0, |p| p.loaded))
-                    ></progress>
-                    <span class="note">{progress_line}</span>
-                    <button id="model-cancel" type="button" on:click=move |_| real_model::cancel(lab)>
-                        "Cancel"
-                    </button>
-                </div>
-            </Show>
-            <Show when=move || m.busy.with(Option::is_some)>
-                <p id="model-busy" class="note" role="status">{move || m.busy.get().unwrap_or_default() + "..."}</p>
-            </Show>
-            {move || match m.message.get() {
-                Some(Ok(note)) => view! { <p id="model-message" class="note">{note}</p> }.into_any(),
-                Some(Err(e)) => view! { <p id="model-error" class="error" role="alert">{e}</p> }.into_any(),
-                None => ().into_any(),
-            }}
-            <Show when=move || m.opened.with(Option::is_some)>
-                <p id="model-opened">{opened_line}</p>
-                <p id="model-source" class="note">{source_line}</p>
-                <label for="model-text">"The text it reads"</label>
-                <textarea
-                    id="model-text"
-                    rows="2"
-                    prop:value=move || m.text.get()
-                    on:input=move |ev| m.text.set(event_target_value(&ev))
-                ></textarea>
-                <div class="row">
-                    <button id="model-read" type="button" on:click=move |_| real_model::read(lab)>
-                        "Read"
-                    </button>
-                </div>
-                <Show
-                    when=move || fills().is_none()
-                    fallback=move || {
-                        view! {
-                            <p id="model-fills" class="note">
-                                {move || format!(
-                                    "{} reads the whole text at once, both ways, so it does not write left to right: \
-                                     put {} in the text and Read, and it says what it would put there.",
-                                    m.opened.with(|o| o.as_ref().map(|o| o.family.clone()).unwrap_or_default()),
-                                    fills().unwrap_or_default()
-                                )}
-                            </p>
-                        }
-                    }
-                >
-                    <ModelWriting lab=lab />
-                </Show>
-            </Show>
-            <Show when=move || m.reading.with(Option::is_some)>
-                <p class="caption">
-                    {move || match fills() {
-                        None => "The tokens as the model's tokenizer cuts them (␣ is a space); pick one for what the model expects after it:".to_string(),
-                        Some(mask) => format!("The tokens as the model's tokenizer cuts them (␣ is a space); pick one for what the model would put there ({mask} is a gap it fills in):"),
+            // The model, its text and what it reads it as; beside the sphere and the attention.
+            <div class="model-head">
+                <h2>
+                    {move || {
+                        m.opened.with(|o| o.as_ref().map_or("A real model".to_string(), |o| format!("A real model: {}", o.family)))
                     }}
+                </h2>
+                <Explain>
+                    "A trained transformer reads your text as tokens (pieces of words). Each layer adds to every \
+                     token's vector, then a norm pulls it back onto a sphere: the dots on the ball. Each head's \
+                     attention is a table of who looks at whom, and every row adds up to 1, so it is a random walk \
+                     among the tokens. The numbers below measure how close this comes to the papers' picture: \
+                     tokens on a sphere, attention as a Gaussian kernel, depth as time in a Brownian motion."
+                </Explain>
+                <p class="caption model-intro">
+                    "A model as Hugging Face keeps it (config.json, model.safetensors and tokenizer.json): GPT-2, \
+                     Pythia (GPT-NeoX), SmolLM2 or TinyLlama (Llama), Qwen2, BERT. Fetch it by its id (add @ and a revision, \
+                     such as Pythia's @step3000, for a checkpoint of its training) or pick its files from your disk. It \
+                     runs here, in this tab: on the CPU, or on WebGPU as the Backend above says when the GPU can hold \
+                     its weights; the browser keeps the files for the next visit."
                 </p>
-                <p id="model-tokens" class="pieces">{pieces}</p>
-                <p id="model-next">{next_line}</p>
-                <p id="model-on" class="note">
-                    {move || m.reading.with(|r| r.as_ref().map(|r| reading_place(&r.on).0))}
-                </p>
-                {move || {
-                    m.reading
-                        .with(|r| r.as_ref().and_then(|r| reading_place(&r.on).1))
-                        .map(|why| {
-                            view! {
-                                <details id="model-on-details" class="note">
-                                    <summary>"details"</summary>
-                                    {why}
-                                </details>
-                            }
-                        })
-                }}
-                <div class="model-blocks">
-                <div id="model-layers-block" class="model-block">
-                    <h3>"Layer by layer: the sphere and the heads"</h3>
-                    <p id="model-words">
-                        {move || m.reading.with(|r| r.as_ref().map(engine::lenses::words::in_words))}
+                <div class="row model-fetch">
+                    <label for="hub-id">"Model id "</label>
+                    <input
+                        id="hub-id"
+                        type="text"
+                        list="hub-suggestions"
+                        spellcheck="false"
+                        prop:value=move || m.hub_id.get()
+                        on:input=move |ev| m.hub_id.set(event_target_value(&ev))
+                    />
+                    <datalist id="hub-suggestions">
+                        {hub::SUGGESTED
+                            .iter()
+                            .map(|(id, what)| view! { <option value=*id>{*what}</option> })
+                            .collect_view()}
+                    </datalist>
+                    <button id="hub-fetch" type="button" on:click=move |_| real_model::fetch_hub(lab)>
+                        "Fetch"
+                    </button>
+                    <button
+                        id="model-refetch"
+                        type="button"
+                        class="small"
+                        title="drop the copies this browser keeps of this model's files and fetch them from the hub again"
+                        on:click=move |_| real_model::fetch_again(lab)
+                    >
+                        "Fetch again"
+                    </button>
+                    <label for="model-files">" or your files "</label>
+                    <input id="model-files" type="file" multiple accept=".json,.safetensors,.txt,.bin" on:change=on_files />
+                </div>
+                <Show when=move || m.progress.with(Option::is_some)>
+                    <div class="row" id="model-download">
+                        <progress
+                            id="model-progress"
+                            max=move || m.progress.with(|p| p.as_ref().and_then(|p| p.total).unwrap_or(1.0))
+                            value=move || m.progress.with(|p| p.as_ref().map_or(0.0, |p| p.loaded))
+                        ></progress>
+                        <span class="note">{progress_line}</span>
+                        <button id="model-cancel" type="button" on:click=move |_| real_model::cancel(lab)>
+                            "Cancel"
+                        </button>
+                    </div>
+                </Show>
+                <Show when=move || m.busy.with(Option::is_some)>
+                    <p id="model-busy" class="note" role="status">
+                        {move || m.busy.get().unwrap_or_default() + "... "}
+                        <Show when=move || m.working()>
+                            <button
+                                id="model-stop"
+                                type="button"
+                                class="small"
+                                title="stop the model's worker and open the model again: the text stays"
+                                on:click=move |_| crate::lab::stopping::stop_work(lab)
+                            >
+                                "Cancel"
+                            </button>
+                        </Show>
                     </p>
-                    <table id="model-layers" class="model-table">
-                        <caption>
-                            "Every layer: the stream's length before the norm, how close the norm puts each token to \
-                             the sphere (largest relative error), how far the gain then moves them, and per head the \
-                             attention's entropy (nats) and its distance to the Gaussian kernel (mean, lowest-highest)"
-                        </caption>
-                        <thead>
-                            <tr>
+                </Show>
+                {move || match m.message.get() {
+                    Some(Ok(note)) => view! { <p id="model-message" class="note">{note}</p> }.into_any(),
+                    Some(Err(e)) => view! { <p id="model-error" class="error" role="alert">{e}</p> }.into_any(),
+                    None => ().into_any(),
+                }}
+                <Show when=move || m.opened.with(Option::is_some)>
+                    <p id="model-opened">{opened_line}</p>
+                    <p id="model-source" class="note">{source_line}</p>
+                    <label for="model-text">"The text it reads"</label>
+                    <textarea
+                        id="model-text"
+                        rows="2"
+                        prop:value=move || m.text.get()
+                        on:input=move |ev| m.text.set(event_target_value(&ev))
+                    ></textarea>
+                    <div class="row">
+                        <button id="model-read" type="button" on:click=move |_| real_model::read(lab)>
+                            "Read"
+                        </button>
+                    </div>
+                </Show>
+                <Show when=move || m.reading.with(Option::is_some)>
+                    <p class="caption">
+                        {move || match fills() {
+                            None => "The tokens as the model's tokenizer cuts them (␣ is a space); pick one for what the model expects after it:".to_string(),
+                            Some(mask) => format!("The tokens as the model's tokenizer cuts them (␣ is a space); pick one for what the model would put there ({mask} is a gap it fills in):"),
+                        }}
+                    </p>
+                    <p id="model-tokens" class="pieces">{pieces}</p>
+                    <p id="model-next">{next_line}</p>
+                    <p id="model-on" class="note">
+                        {move || m.reading.with(|r| r.as_ref().map(|r| reading_place(&r.on).0))}
+                    </p>
+                    {move || {
+                        m.reading
+                            .with(|r| r.as_ref().and_then(|r| reading_place(&r.on).1))
+                            .map(|why| {
+                                view! {
+                                    <details id="model-on-details" class="note">
+                                        <summary>"details"</summary>
+                                        {why}
+                                    </details>
+                                }
+                            })
+                    }}
+                </Show>
+            </div>
+            // One section at a time, under the stage on a wide screen.
+            <div class="model-body">
+                <SectionTabs lab=lab />
+                <div id="section-reading-body" class="model-section" hidden=move || m.section.get() != Section::Reading>
+                    <Show when=move || m.reading.with(Option::is_some)>
+                        <div class="model-blocks">
+                        <div id="model-layers-block" class="model-block">
+                            <h3>"Layer by layer: the sphere and the heads"</h3>
+                            <p id="model-words">
+                                {move || m.reading.with(|r| r.as_ref().map(engine::lenses::words::in_words))}
+                            </p>
+                            <table id="model-layers" class="model-table">
+                                <caption>
+                                    "Every layer: the stream's length before the norm, how close the norm puts each token to \
+                                     the sphere (largest relative error), how far the gain then moves them, and per head the \
+                                     attention's entropy (nats) and its distance to the Gaussian kernel (mean, lowest-highest)"
+                                </caption>
+                                <thead>
+                                    <tr>
+                                        {LAYER_COLUMNS
+                                            .iter()
+                                            .zip(LAYER_KEY)
+                                            .map(|(name, words)| view! { <th scope="col" title=words>{*name}</th> })
+                                            .collect_view()}
+                                    </tr>
+                                </thead>
+                                <tbody>{rows}</tbody>
+                            </table>
+                            <dl id="model-layers-key" class="key">
                                 {LAYER_COLUMNS
                                     .iter()
                                     .zip(LAYER_KEY)
-                                    .map(|(name, words)| view! { <th scope="col" title=words>{*name}</th> })
+                                    .skip(1)
+                                    .map(|(name, words)| view! { <dt>{*name}</dt> <dd>{words}</dd> })
                                     .collect_view()}
-                            </tr>
-                        </thead>
-                        <tbody>{rows}</tbody>
-                    </table>
-                    <dl id="model-layers-key" class="key">
-                        {LAYER_COLUMNS
-                            .iter()
-                            .zip(LAYER_KEY)
-                            .skip(1)
-                            .map(|(name, words)| view! { <dt>{*name}</dt> <dd>{words}</dd> })
-                            .collect_view()}
-                    </dl>
-                    <Explain>
-                        "Every layer starts with a norm: LayerNorm takes away each token's mean and divides by its \
-                         spread, RMSNorm only divides, and either way the token lands on a sphere of radius √d. \
-                         The table says how long the vectors grew before that, how exactly they land, and how far the \
-                         norm's learned gain moves them off again; then how each head spreads its attention."
-                    </Explain>
-                    <div class="row">
-                        <button id="model-download-json" type="button" class="small" on:click=move |_| real_model::download_reading(lab, false)>
-                            "Download reading (JSON)"
-                        </button>
-                        <button id="model-download-csv" type="button" class="small" on:click=move |_| real_model::download_reading(lab, true)>
-                            "Layer table (CSV)"
-                        </button>
-                    </div>
+                            </dl>
+                            <Explain>
+                                "Every layer starts with a norm: LayerNorm takes away each token's mean and divides by its \
+                                 spread, RMSNorm only divides, and either way the token lands on a sphere of radius √d. \
+                                 The table says how long the vectors grew before that, how exactly they land, and how far the \
+                                 norm's learned gain moves them off again; then how each head spreads its attention."
+                            </Explain>
+                            <div class="row">
+                                <button id="model-download-json" type="button" class="small" on:click=move |_| real_model::download_reading(lab, false)>
+                                    "Download reading (JSON)"
+                                </button>
+                                <button id="model-download-csv" type="button" class="small" on:click=move |_| real_model::download_reading(lab, true)>
+                                    "Layer table (CSV)"
+                                </button>
+                            </div>
+                        </div>
+                        <div id="model-kernel-block" class="model-block">
+                            <h3>"Attention as a kernel on the sphere"</h3>
+                            <p id="model-kernel-words">
+                                {move || m.reading.with(|r| r.as_ref().and_then(engine::lenses::words::kernel_in_words))}
+                            </p>
+                            {verdict_line("model-kernel".into(), panels_verdict(|v| v.kernel.clone()))}
+                            <dl class="key">
+                                <dt>"Gaussian kernel"</dt>
+                                <dd>"a weight that falls off with the distance between two points on the sphere, like a bell curve"</dd>
+                                <dt>"total variation"</dt>
+                                <dd>"the share of attention two tables place differently: 0 the same, 1 nothing in common"</dd>
+                            </dl>
+                            <Explain>
+                                "Softmax attention weighs key j by e to the power q·k_j/√d. On the sphere, q·k = (|q|² + |k|² - |q - k|²)/2, \
+                                 so the weight is a bell curve in the distance |q - k|, times a factor for the key's own length. \
+                                 When all keys have the same length the factor cancels in each row and attention is exactly \
+                                 the Gaussian kernel: the Brownian paper's starting point."
+                            </Explain>
+                        </div>
+                        <div id="model-depth-block" class="model-block">
+                            <h3>"Depth as time: Brownian motion or particles?"</h3>
+                            <p id="model-depth-words">
+                                {move || m.reading.with(|r| r.as_ref().and_then(|r| engine::lenses::words::depth_in_words(&r.depth)))}
+                            </p>
+                            {verdict_line("model-brownian".into(), panels_verdict(|v| v.brownian.clone()))}
+                            {verdict_line("model-flow".into(), panels_verdict(|v| v.flow.clone()))}
+                            {symbol_key("model-depth-key", &MOTION_KEY)}
+                            <Explain>
+                                "Each token's place on the sphere after every layer is a path, as if the layers were moments \
+                                 of time. Brownian motion (random steps) makes the mean cosine between a token and its start \
+                                 decay steadily; attention as interacting particles pulls the tokens together instead. Both \
+                                 are fitted to the same two curves, and the one that misses them by less comes closer."
+                            </Explain>
+                        </div>
+                        </div>
+                    </Show>
                 </div>
-                <div id="model-kernel-block" class="model-block">
-                    <h3>"Attention as a kernel on the sphere"</h3>
-                    <p id="model-kernel-words">
-                        {move || m.reading.with(|r| r.as_ref().and_then(engine::lenses::words::kernel_in_words))}
-                    </p>
-                    {verdict_line("model-kernel".into(), panels_verdict(|v| v.kernel.clone()))}
-                    <dl class="key">
-                        <dt>"Gaussian kernel"</dt>
-                        <dd>"a weight that falls off with the distance between two points on the sphere, like a bell curve"</dd>
-                        <dt>"total variation"</dt>
-                        <dd>"the share of attention two tables place differently: 0 the same, 1 nothing in common"</dd>
-                    </dl>
-                    <Explain>
-                        "Softmax attention weighs key j by e to the power q·k_j/√d. On the sphere, q·k = (|q|² + |k|² - |q - k|²)/2, \
-                         so the weight is a bell curve in the distance |q - k|, times a factor for the key's own length. \
-                         When all keys have the same length the factor cancels in each row and attention is exactly \
-                         the Gaussian kernel: the Brownian paper's starting point."
-                    </Explain>
+                <div id="section-writing-body" class="model-section" hidden=move || m.section.get() != Section::Writing>
+                    <Show when=move || m.opened.with(Option::is_some) fallback=|| view! { <p class="note">"Open a model above: then it writes after your text."</p> }>
+                        <Show
+                            when=move || fills().is_none()
+                            fallback=move || {
+                                view! {
+                                    <p id="model-fills" class="note">
+                                        {move || format!(
+                                            "{} reads the whole text at once, both ways, so it does not write left to right: \
+                                             put {} in the text and Read, and it says what it would put there.",
+                                            m.opened.with(|o| o.as_ref().map(|o| o.family.clone()).unwrap_or_default()),
+                                            fills().unwrap_or_default()
+                                        )}
+                                    </p>
+                                }
+                            }
+                        >
+                            <ModelWriting lab=lab />
+                        </Show>
+                    </Show>
                 </div>
-                <div id="model-depth-block" class="model-block">
-                    <h3>"Depth as time: Brownian motion or particles?"</h3>
-                    <p id="model-depth-words">
-                        {move || m.reading.with(|r| r.as_ref().and_then(|r| engine::lenses::words::depth_in_words(&r.depth)))}
-                    </p>
-                    {verdict_line("model-brownian".into(), panels_verdict(|v| v.brownian.clone()))}
-                    {verdict_line("model-flow".into(), panels_verdict(|v| v.flow.clone()))}
-                    <dl class="key">
-                        {DEPTH_KEY.iter().map(|(name, words)| view! { <dt>{*name}</dt> <dd>{*words}</dd> }).collect_view()}
-                    </dl>
-                    <Explain>
-                        "Each token's place on the sphere after every layer is a path, as if the layers were moments \
-                         of time. Brownian motion (random steps) makes the mean cosine between a token and its start \
-                         decay steadily; attention as interacting particles pulls the tokens together instead. Both \
-                         are fitted to the same two curves, and the one that misses them by less comes closer."
-                    </Explain>
+                <div id="section-compare-body" class="model-section" hidden=move || m.section.get() != Section::Compare>
+                    <Show when=move || m.opened.with(Option::is_some) fallback=|| view! { <p class="note">"Open a model above: then it reads two texts side by side."</p> }>
+                        <ModelCompare lab=lab />
+                    </Show>
                 </div>
-                <ModelCompare lab=lab />
+                <div id="section-history-body" class="model-section" hidden=move || m.section.get() != Section::History>
+                    <ModelHistory lab=lab dark=dark />
                 </div>
-            </Show>
-            <ModelHistory lab=lab dark=dark />
+            </div>
         </section>
     }
 }

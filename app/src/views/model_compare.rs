@@ -88,7 +88,7 @@ pub fn ModelCompare(lab: Lab) -> impl IntoView {
                 id="model-text-b"
                 rows="2"
                 prop:value=move || c.text.get()
-                on:input=move |ev| c.text.set(event_target_value(&ev))
+                on:input=move |ev| c.type_text(event_target_value(&ev))
             ></textarea>
             <div class="row">
                 <button id="model-compare-run" type="button" on:click=move |_| comparing::compare(lab)>

@@ -19,7 +19,7 @@ pub fn ModelHistory(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
         Ok(steps) => history::plan(h.model.get().trim(), &steps),
         Err(e) => e,
     };
-    // Each layer's entropy against log10(step + 1); a copy of earlier weights is not drawn.
+    // Each layer's entropy against the step, on a log scale; a copy of earlier weights is not drawn.
     let lines = move |_dark: bool| {
         let lines = h.history.with(|x| {
             x.as_ref().map_or_else(Vec::new, |x| {
@@ -32,7 +32,7 @@ pub fn ModelHistory(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                             .checkpoints
                             .iter()
                             .filter(|c| c.same_as.is_none())
-                            .map(|c| (((c.step + 1) as f64).log10(), c.entropy[l]))
+                            .map(|c| (c.step as f64, c.entropy[l]))
                             .collect(),
                         dots: false,
                         at_end: false,
@@ -40,8 +40,8 @@ pub fn ModelHistory(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                     .collect()
             })
         });
-        let x_max = h.history.with(|x| x.as_ref().and_then(|x| x.steps.last().map(|&s| ((s + 1) as f64).log10())));
-        (lines, x_max.unwrap_or(1.0).max(1.0))
+        let x_max = h.history.with(|x| x.as_ref().and_then(|x| x.steps.last().map(|&s| s as f64)));
+        (lines, x_max.unwrap_or(9.0))
     };
     let values = move || h.history.with(|x| x.as_ref().and_then(|x| serde_json::to_string(&x.entropy).ok()));
     let count = move || h.history.with(|x| x.as_ref().map(|x| x.steps.len().to_string()));
@@ -126,7 +126,8 @@ pub fn ModelHistory(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                     label="each layer's attention entropy against the training step"
                     caption="attention entropy of each layer"
                     y_desc="nats"
-                    x_desc="log10(step + 1)"
+                    x_desc="training step (log scale)"
+                    log_steps=true
                     lines=lines
                     data=vec![data("data-points", count), data("data-values", values)]
                 />

@@ -76,8 +76,9 @@ fn readable(
     shown
 }
 
-/// A panel's claim answered in words (computed by the engine), marked by how it came out; its
-/// words change at most every two seconds while provisional (`data-conclusion`: the answer alone).
+/// A panel's claim answered in words (computed by the engine), marked by how it came out and
+/// against which paper's claim; its words change at most every two seconds while provisional
+/// (`data-conclusion`: the answer alone).
 pub fn verdict_line(
     id: String,
     verdict: impl Fn() -> Option<engine::session::Verdict> + Send + Sync + Copy + 'static,
@@ -96,7 +97,9 @@ pub fn verdict_line(
                 data-conclusion=move || shown.with(|v| v.as_ref().map(|v| v.conclusion.clone()).unwrap_or_default())
                 role="status"
             >
-                {move || shown.with(|v| v.as_ref().map(|v| v.sentence.clone()).unwrap_or_default())}
+                <strong class="verdict-label">{move || shown.with(|v| v.as_ref().map(|v| v.label()).unwrap_or_default())}</strong>
+                " "
+                <span class="verdict-sentence">{move || shown.with(|v| v.as_ref().map(|v| v.sentence.clone()).unwrap_or_default())}</span>
             </p>
         </Show>
     }
@@ -128,6 +131,28 @@ pub fn Panel(
         </section>
     }
 }
+
+/// The symbols a panel shows, each in words (`<dl class="key">`).
+pub fn symbol_key(id: &'static str, symbols: &'static [(&'static str, &'static str)]) -> impl IntoView {
+    view! {
+        <dl id=id class="key">
+            {symbols.iter().map(|(name, words)| view! { <dt>{*name}</dt> <dd>{*words}</dd> }).collect_view()}
+        </dl>
+    }
+}
+
+/// What the motion verdicts' symbols mean, over training or through depth (one vocabulary:
+/// "diffusion" is Brownian motion's spread, "drift" what is not it).
+pub const MOTION_KEY: [(&str, &str); 8] = [
+    ("ln E[cos θ]", "the log of the tokens' mean cosine to where they started: a diffusion makes it fall in a straight line"),
+    ("R²", "how much of the fall of ln E[cos θ] that straight line explains: 1 all of it, 0 no more than a flat line, below 0 worse"),
+    ("KS", "the largest gap between the tokens' angles from the start and simulated Brownian walkers' (Kolmogorov-Smirnov): above the 5% critical value, chance alone rarely makes such a gap"),
+    ("D", "the diffusion constant: how fast random steps spread the tokens over the sphere"),
+    ("95% interval", "the range that holds D, estimated from the tokens' steps, with 95% confidence"),
+    ("root-mean-square error", "how far a model's curves miss the tokens', on average (square root of the mean squared gap)"),
+    ("β", "the particles' inverse temperature: how sharply attention pulls each token towards the ones it looks at"),
+    ("flow time", "how much of the particles' own time one step of the axis (a training step, or a layer) stands for"),
+];
 
 /// A table's header row: one column a name.
 pub fn column_heads(names: &'static [&'static str]) -> impl IntoView {

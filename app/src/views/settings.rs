@@ -141,6 +141,26 @@ async fn read_text_file(file: web_sys::File) -> Result<String, String> {
     String::from_utf8(bytes).map_err(|_| format!("{name} is not UTF-8 text; upload plain UTF-8 text"))
 }
 
+/// The presets as a `<select>` (the settings' and the run bar's, the first screen's: both set the
+/// same settings).
+pub fn preset_picker(lab: Lab, id: &'static str) -> impl IntoView {
+    view! {
+        <select
+            id=id
+            prop:value=move || lab.settings.with(|s| s.preset.clone())
+            on:change=move |ev| {
+                let id = event_target_value(&ev);
+                if let Some(s) = Settings::preset(&id) {
+                    lab.replace_settings(s);
+                }
+            }
+        >
+            {PRESETS.iter().map(|p| view! { <option value=p.id>{p.title}</option> }).collect_view()}
+            <option value="custom">"Custom"</option>
+        </select>
+    }
+}
+
 #[component]
 pub fn SettingsPanel(lab: Lab) -> impl IntoView {
     let upload_note = RwSignal::new(None::<Result<String, String>>);
@@ -179,19 +199,7 @@ pub fn SettingsPanel(lab: Lab) -> impl IntoView {
         >
             <label for="preset" class="wide">
                 "Preset"
-                <select
-                    id="preset"
-                    prop:value=move || lab.settings.with(|s| s.preset.clone())
-                    on:change=move |ev| {
-                        let id = event_target_value(&ev);
-                        if let Some(s) = Settings::preset(&id) {
-                            lab.replace_settings(s);
-                        }
-                    }
-                >
-                    {PRESETS.iter().map(|p| view! { <option value=p.id>{p.title}</option> }).collect_view()}
-                    <option value="custom">"Custom"</option>
-                </select>
+                {preset_picker(lab, "preset")}
             </label>
             <p id="preset-story" class="story">{story}</p>
             <div class="grid">

@@ -61,7 +61,8 @@ pub const STEPS: [Step; 6] = [
         panel: "panel-attention",
         verdict: "verdict-kernel",
         text: "exp(q·k/√d) = exp(-|q-k|²/(2√d)) times factors of |q| and |k|: on a sphere, where every key has \
-               the same length, softmax attention is a normalised Gaussian kernel of the distance.",
+               the same length, softmax attention is a normalised Gaussian kernel of the distance (q: a token's query, \
+               k: another token's key, d: their width).",
         look: "The verdict measures how far the learned heads are from that kernel, and that the identity is exact on the sphere.",
         claim: Claim::Kernel,
     },
@@ -71,7 +72,8 @@ pub const STEPS: [Step; 6] = [
         panel: "panel-brownian",
         verdict: "verdict-brownian",
         text: "In the continuum limit a random walk on the sphere is Brownian motion: the mean cosine to the start \
-               decays as exp(-(n-1)Dt/R²). Do the tokens move like that over training?",
+               decays as exp(-(n-1)Dt/R²) (n: the width, D: the diffusion constant, t: the step, R: the sphere's radius). \
+               Do the tokens move like that over training?",
         look: "Blue dots (tokens) against the orange closed form and the green simulated walkers; the rings in the \
                sphere view are those walkers (Brownian ghosts).",
         claim: Claim::Brownian,

@@ -90,10 +90,7 @@ impl Worker {
             let t0 = now_ms();
             let progress = s.step().await;
             let spent = now_ms() - t0;
-            if self.slowdown > 1.0 {
-                let until = now_ms() + spent * (self.slowdown - 1.0);
-                while now_ms() < until {}
-            }
+            crate::js::slow_down(spent, self.slowdown);
             let spent = now_ms() - t0;
             let notices = s.take_notices();
             let done = s.is_done();

@@ -11,7 +11,7 @@ use crate::model::Cache;
 use crate::pretrained::Pretrained;
 use crate::science::markov::{self, Validity};
 use crate::science::{cache as lens, sphere};
-use crate::session::{Agreement, Panels, Verdict, Verdicts};
+use crate::session::{Agreement, Claim, Panels, Verdict, Verdicts};
 
 /// A text read: the inspection and its panels, and the forward pass they came from (for the depth
 /// fits still to come).
@@ -99,8 +99,8 @@ pub fn first_view(p: &Pretrained, r: Read) -> Result<Reading> {
     Ok(Reading { inspection, panels: out, cache })
 }
 
-fn settled(agreement: Agreement, sentence: String) -> Verdict {
-    Verdict { settled: true, ..Verdict::new(agreement, sentence) }
+fn settled(claim: Claim, agreement: Agreement, sentence: String) -> Verdict {
+    Verdict { settled: true, ..Verdict::new(claim, agreement, sentence) }
 }
 
 /// The radius check before and after LayerNorm's gain, over every depth.
@@ -112,6 +112,7 @@ fn on_sphere(r: &Inspection) -> Verdict {
     let agrees = worst < 0.05;
     let norm = &r.norm;
     settled(
+        Claim::Sphere,
         if agrees { Agreement::Agrees } else { Agreement::Disagrees },
         format!(
             "{}: after {norm} every one of the {} tokens is within {worst:.1e} (relative) of the sphere of radius \
@@ -132,6 +133,7 @@ fn on_sphere(r: &Inspection) -> Verdict {
 fn markov_chain(worst: f64, t: usize, r: &Inspection) -> Verdict {
     match worst.is_finite() {
         true => settled(
+            Claim::Markov,
             Agreement::Agrees,
             format!(
                 "A Markov chain: every row of every head's {t} x {t} attention is non-negative and sums to 1 within \
@@ -139,7 +141,11 @@ fn markov_chain(worst: f64, t: usize, r: &Inspection) -> Verdict {
                 both_ways(r)
             ),
         ),
-        false => settled(Agreement::Disagrees, "Not a Markov matrix: a head's attention fails the check.".into()),
+        false => settled(
+            Claim::Markov,
+            Agreement::Disagrees,
+            "Not a Markov matrix: a head's attention fails the check.".into(),
+        ),
     }
 }
 
@@ -158,6 +164,7 @@ fn kernel(r: &Inspection) -> Verdict {
         _ => Agreement::Disagrees,
     };
     settled(
+        Claim::Kernel,
         agreement,
         format!(
             "The heads differ from the row-normalised Gaussian kernel of their own queries and keys by a mean total \

@@ -135,25 +135,32 @@ pub fn kernel_in_words(r: &Inspection) -> Option<String> {
 }
 
 /// "Read the layers as time …": the depth fits in words, with R², the KS distance against what
-/// chance allows, and which of Brownian motion and the particles' flow comes closer.
+/// chance allows, and which of Brownian motion and the particles' flow comes closer. One word, one
+/// meaning: "diffusion" is Brownian motion's steady spread, "drift" only ever what is not it.
 pub fn depth_in_words(d: &DepthFit) -> Option<String> {
     let b = d.brownian.as_ref()?;
     let steady = if !b.r_squared.is_finite() {
-        "there are too few layers to say whether they drift steadily".to_string()
+        "there are too few layers for a straight line".to_string()
     } else if b.r_squared < 0.0 {
-        format!("a steady drift explains their motion worse than no drift at all (R² = {:.2})", b.r_squared)
+        format!("a straight line explains ln E[cos θ] worse than a flat one (R² = {:.2})", b.r_squared)
     } else {
-        format!("a steady drift explains {:.0}% of their motion (R² = {:.2})", 100.0 * b.r_squared, b.r_squared)
+        format!(
+            "a straight line explains {:.0}% of how ln E[cos θ] falls (R² = {:.2})",
+            100.0 * b.r_squared,
+            b.r_squared
+        )
     };
     let spread = format!(
-        "their angles from the start are spread {} random walkers' (KS = {:.2}; chance alone gives up to {:.2})",
+        "their angles from the start are spread {} Brownian walkers' (KS = {:.2}, {} the 5% critical value {:.2})",
         if b.ks <= b.ks_critical { "like" } else { "unlike" },
         b.ks,
+        if b.ks <= b.ks_critical { "within" } else { "beyond" },
         b.ks_critical
     );
     let mut out = format!(
         "Read the layers as time, one tick per layer. If each layer moved the tokens by random steps (Brownian \
-         motion), they would drift away from where they started at a steady pace. Here {steady}, and {spread}."
+         motion, a diffusion), the log of their mean cosine to where they started, ln E[cos θ], would fall in a \
+         straight line. Here {steady}, and {spread}."
     );
     if let Some(f) = &d.flow {
         out += &format!(
@@ -197,12 +204,13 @@ mod tests {
         let f = Flow { rmse_particles: 0.0412, rmse_brownian: 0.0877, ..Flow::default() };
         let d = DepthFit { brownian: Some(b.clone()), flow: Some(f), ..DepthFit::default() };
         let s = depth_in_words(&d).unwrap();
-        assert!(s.contains("a steady drift explains 81% of their motion (R² = 0.81)"), "{s}");
-        assert!(s.contains("spread unlike random walkers' (KS = 0.31; chance alone gives up to 0.24)"), "{s}");
+        assert!(s.contains("a straight line explains 81% of how ln E[cos θ] falls (R² = 0.81)"), "{s}");
+        assert!(s.contains("spread unlike Brownian walkers' (KS = 0.31, beyond the 5% critical value 0.24)"), "{s}");
+        assert!(!s.contains("drift"), "{s}");
         assert!(s.contains("comes closer than Brownian motion: its curves miss by 0.041 against 0.088"), "{s}");
         let worse = DepthFit { brownian: Some(Brownian { r_squared: -2.19, ks: 0.1, ..b }), ..DepthFit::default() };
         let s = depth_in_words(&worse).unwrap();
-        assert!(s.contains("worse than no drift at all (R² = -2.19)") && s.contains("spread like random"), "{s}");
+        assert!(s.contains("worse than a flat one (R² = -2.19)") && s.contains("spread like Brownian"), "{s}");
         assert_eq!(depth_in_words(&DepthFit::default()), None);
     }
 }

@@ -93,7 +93,9 @@ pub struct Flow {
     pub time_at_limit: bool,
     pub rmse_brownian: f64,
     pub rmse_particles: f64,
-    /// KS distances of the angles to the start at the last frame, and the 5% critical value.
+    /// KS distances of the angles to the start at the last frame, and the 5% critical value. The
+    /// Brownian one uses this fit's D (JSON only: the words state the diffusion fit's, one KS per
+    /// comparison).
     pub ks_brownian: f64,
     pub ks_particles: f64,
     pub ks_critical: f64,

@@ -41,7 +41,7 @@ pub use overfitting::Overfitting;
 pub use panels::{Brownian, EntropyPoint, Flow, Panels};
 pub use runner::Runner;
 pub use summary::Summary;
-pub use verdicts::{Agreement, Verdict, Verdicts};
+pub use verdicts::{Agreement, Claim, Verdict, Verdicts};
 pub use writing::{Writing, Written};
 
 /// The value of a future that never waits (the CPU path without a second worker), for the native

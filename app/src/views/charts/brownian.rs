@@ -7,7 +7,7 @@ use leptos::prelude::*;
 use super::plot::{Line, PALETTE};
 use super::{data, Chart};
 use crate::lab::Lab;
-use crate::views::panel::{verdict_line, Panel};
+use crate::views::panel::{symbol_key, verdict_line, Panel, MOTION_KEY};
 
 /// "Brownian or not?": E[cos theta] over training for the tokens, the closed form with the fitted D,
 /// and Brownian ghost walkers from the same start points; D, R^2 and KS.
@@ -98,6 +98,7 @@ pub fn BrownianPanel(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                 {move || points().map(|n| format!(" ({n} tokens pooled)")).unwrap_or_default()}
             </p>
             {verdict_line("verdict-brownian".into(), move || lab.panels.with(|p| p.as_ref().and_then(|p| p.verdicts.brownian.clone())))}
+            {symbol_key("brownian-key", &MOTION_KEY)}
             <p id="brownian-note" class="note">
                 {move || match current.get() {
                     None => "Train a little: the analysis needs three snapshots of the probe row.".to_string(),

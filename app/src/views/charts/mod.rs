@@ -46,6 +46,9 @@ pub fn Chart(
     /// What the x axis counts.
     #[prop(default = "step")]
     x_desc: &'static str,
+    /// Steps on a log scale (still labelled in steps).
+    #[prop(optional)]
+    log_steps: bool,
     #[prop(default = 300)] height: u32,
     lines: impl Fn(bool) -> (Vec<Line>, f64) + 'static,
     #[prop(optional)] data: Vec<Data>,
@@ -56,7 +59,9 @@ pub fn Chart(
         lab.view.layout.track();
         let (lines, x_max) = lines(dark);
         let Some(canvas) = canvas_ref.get() else { return };
-        if let Err(e) = plot::draw_lines(canvas, caption, x_desc, y_desc, &lines, x_max, dark) {
+        if let Err(e) =
+            plot::draw_lines(canvas, caption, plot::XAxis { desc: x_desc, log_steps }, y_desc, &lines, x_max, dark)
+        {
             lab.error.set(Some(format!("could not draw the chart \"{caption}\": {e}")));
         }
     });

@@ -125,11 +125,38 @@ fn range(lines: &[Line], floor_zero: bool) -> (f64, f64) {
     (lo, hi + pad)
 }
 
-/// Draws `lines` against `x_desc` from 0 to x_max.
+/// A chart's x axis: what it counts, and whether steps are spread on a log scale (a training
+/// history from step 0 to 143,000), still labelled in steps.
+#[derive(Clone, Copy)]
+pub struct XAxis<'a> {
+    pub desc: &'a str,
+    pub log_steps: bool,
+}
+
+impl XAxis<'_> {
+    /// Where `x` (a step, or seconds) is drawn.
+    fn at(self, x: f64) -> f64 {
+        if self.log_steps {
+            (x.max(0.0) + 1.0).log10()
+        } else {
+            x
+        }
+    }
+
+    /// The steps labelled on a log axis up to `end` (drawn coordinates): 0, then every power of
+    /// ten, each at its own step's place.
+    fn step_ticks(self, end: f64) -> Vec<(f64, String)> {
+        let steps = std::iter::once(0u64).chain((1..10).map(|k| 10u64.pow(k)));
+        let label = |s: u64| if s >= 1000 { format!("{}k", s / 1000) } else { s.to_string() };
+        steps.map(|s| (self.at(s as f64), label(s))).filter(|&(x, _)| x <= end).collect()
+    }
+}
+
+/// Draws `lines` against the x axis from 0 to x_max.
 pub fn draw_lines(
     canvas: HtmlCanvasElement,
     caption: &str,
-    x_desc: &str,
+    axis: XAxis,
     y_desc: &str,
     lines: &[Line],
     x_max: f64,
@@ -178,6 +205,7 @@ pub fn draw_lines(
     let root = backend.into_drawing_area();
     root.fill(&theme.bg).map_err(|e| e.to_string())?;
     let (lo, hi) = range(lines, true);
+    let end = axis.at(x_max).max(1.0);
     let mut chart = ChartBuilder::on(&root)
         .margin(px(10.0))
         .margin_right(room(22.0))
@@ -185,26 +213,35 @@ pub fn draw_lines(
         .caption(caption, ("sans-serif", caption_px * s).into_font().color(&theme.fg))
         .x_label_area_size(room(32.0))
         .y_label_area_size(room(48.0))
-        .build_cartesian_2d(0f64..x_max.max(1.0), lo..hi)
+        .build_cartesian_2d(0f64..end, lo..hi)
         .map_err(|e| e.to_string())?;
     chart
         .configure_mesh()
         .light_line_style(theme.grid.mix(0.35))
         .bold_line_style(theme.grid)
-        .x_label_formatter(&|x| if x_max < 10.0 { format!("{x:.1}") } else { format!("{x:.0}") })
+        .x_label_formatter(&|x| if end < 10.0 { format!("{x:.1}") } else { format!("{x:.0}") })
         .y_label_formatter(&|y| format!("{y:.2}"))
-        .x_labels(x_ticks)
+        // A log axis's ticks are drawn below, at the steps they name.
+        .x_labels(if axis.log_steps { 0 } else { x_ticks })
         .y_labels(y_ticks)
         .axis_style(theme.fg)
         .label_style(("sans-serif", text * s).into_font().color(&theme.fg))
-        .x_desc(x_desc)
+        .x_desc(axis.desc)
         .y_desc(y_desc)
         .draw()
         .map_err(|e| e.to_string())?;
+    if axis.log_steps {
+        let label_style = ("sans-serif", text * s).into_font().color(&theme.fg).pos(Pos::new(HPos::Center, VPos::Top));
+        for (x, label) in axis.step_ticks(end) {
+            chart.draw_series(LineSeries::new([(x, lo), (x, hi)], theme.grid)).map_err(|e| e.to_string())?;
+            let (px_x, px_y) = chart.backend_coord(&(x, lo));
+            root.draw(&Text::new(label, (px_x, px_y + px(6.0)), label_style.clone())).map_err(|e| e.to_string())?;
+        }
+    }
     for line in lines {
         let color = line.color;
         let width = px(line.width as f64).max(1) as u32;
-        let pts = line.points.iter().copied().filter(|p| p.1.is_finite());
+        let pts = line.points.iter().map(|&(x, y)| (axis.at(x), y)).filter(|p| p.1.is_finite());
         if line.dots {
             chart.draw_series(pts.map(|p| Circle::new(p, px(4.0), color.filled()))).map_err(|e| e.to_string())?;
         } else {
@@ -216,7 +253,7 @@ pub fn draw_lines(
     let mut ends: Vec<((i32, i32), &str)> = lines
         .iter()
         .filter(|l| l.at_end)
-        .filter_map(|l| l.points.last().map(|p| (chart.backend_coord(p), l.label.as_str())))
+        .filter_map(|l| l.points.last().map(|&(x, y)| (chart.backend_coord(&(axis.at(x), y)), l.label.as_str())))
         .collect();
     ends.sort_by_key(|e| e.0 .1);
     let mut below = i32::MIN;
@@ -235,7 +272,7 @@ pub fn draw_lines(
         let tall = (before as f64 + short).ceil();
         let _ = element.style().set_property("min-height", &format!("{tall}px"));
         if element.offset_height() > before {
-            return draw_lines(element, caption, x_desc, y_desc, lines, x_max, dark);
+            return draw_lines(element, caption, axis, y_desc, lines, x_max, dark);
         }
     }
     let top = plot.1.end + room(32.0) + room(4.0);

@@ -69,12 +69,10 @@ pub fn SphereView(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
     let ghosts = RwSignal::new(lab.settings.get_untracked().preset == "brownian");
     let orbit = RwSignal::new(false);
     let playing = RwSignal::new(false);
-    // Picking the "Brownian or not?" preset shows the ghosts.
-    Effect::new(move |_| {
-        if lab.settings.with(|s| s.preset == "brownian") {
-            ghosts.set(true);
-        }
-    });
+    // The ghosts belong to the "Brownian or not?" preset: picking it shows them, and any other
+    // preset (a tour's next step) starts without them.
+    let preset = Memo::new(move |_| lab.settings.with(|s| s.preset.clone()));
+    Effect::new(move |_| ghosts.set(preset.with(|p| p == "brownian")));
     // The training step shown (None: live, the latest).
     let time = RwSignal::new(None::<f64>);
     // A real model's depth while its walk through the layers plays (None: the slider's).

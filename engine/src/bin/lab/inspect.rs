@@ -209,7 +209,7 @@ fn print(r: &Inspection, m: &Pretrained) {
         say!("{d}");
     }
     for v in &r.depth.verdicts {
-        say!("- {}", v.sentence);
+        say!("- {} {}", v.label(), v.sentence);
     }
     for e in &r.depth.errors {
         say!("- not fitted: {e}");

@@ -31,8 +31,52 @@ pub enum Agreement {
     NotYet,
 }
 
+/// What a verdict tests: a paper's claim (or the lab's own question), named on the page beside
+/// "Agrees" or "Disagrees" so a reader knows with what.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Claim {
+    Sphere,
+    Markov,
+    Kernel,
+    Diffusion,
+    Flow,
+    Grouping,
+    SecondOrder,
+    JomaNonlinear,
+    JomaLinear,
+}
+
+impl Claim {
+    /// Whose claim it is.
+    pub fn source(self) -> &'static str {
+        match self {
+            Claim::JomaNonlinear | Claim::JomaLinear => "JoMA",
+            Claim::Grouping => "the lab's question",
+            _ => "the Brownian paper",
+        }
+    }
+
+    /// The claim itself, in a few words.
+    pub fn says(self) -> &'static str {
+        match self {
+            Claim::Sphere => "LayerNorm puts every token on a sphere of radius √d",
+            Claim::Markov => "attention is a random walk's transition matrix",
+            Claim::Kernel => "attention is a Gaussian kernel on the sphere",
+            Claim::Diffusion => "tokens move like Brownian motion",
+            Claim::Flow => "Brownian motion, not attention's particle flow",
+            Claim::Grouping => "tokens of one kind gather",
+            Claim::SecondOrder => "a second-order optimizer trains in fewer steps",
+            Claim::JomaNonlinear => "with a nonlinear MLP, attention becomes sparse, then dense again",
+            Claim::JomaLinear => "with a linear MLP, attention becomes sparse and stays sparse",
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Verdict {
+    /// The claim it answers.
+    pub claim: Claim,
     pub agreement: Agreement,
     /// One or two sentences a class can read: the answer first, then the number behind it.
     pub sentence: String,
@@ -47,8 +91,21 @@ pub struct Verdict {
 }
 
 impl Verdict {
-    pub fn new(agreement: Agreement, sentence: String) -> Self {
-        Verdict { agreement, sentence, settled: false, conclusion: String::new() }
+    pub fn new(claim: Claim, agreement: Agreement, sentence: String) -> Self {
+        Verdict { claim, agreement, sentence, settled: false, conclusion: String::new() }
+    }
+
+    /// The verdict's label: how it came out and against which claim ("Agrees with the Brownian
+    /// paper (tokens move like Brownian motion)."); while provisional, what it tests.
+    pub fn label(&self) -> String {
+        let how = match (self.settled, self.agreement) {
+            (false, _) => "Testing",
+            (true, Agreement::Agrees) => "Agrees with",
+            (true, Agreement::Partly) => "Partly agrees with",
+            (true, Agreement::Disagrees) => "Disagrees with",
+            (true, Agreement::NotYet) => "Too little measured to test",
+        };
+        format!("{how} {} ({}).", self.claim.source(), self.claim.says())
     }
 
     /// The answer's words, which the sentence opens with.
@@ -131,6 +188,7 @@ pub fn joined(layers: &[Verdict]) -> Option<Verdict> {
     let sentences: Vec<&str> = layers.iter().map(|v| v.sentence.as_str()).collect();
     let conclusions: Vec<&str> = layers.iter().map(|v| v.conclusion.as_str()).filter(|c| !c.is_empty()).collect();
     Some(Verdict {
+        claim: last.claim,
         agreement: if settled { last.agreement } else { Agreement::NotYet },
         sentence: sentences.join(" "),
         settled,
@@ -144,7 +202,7 @@ mod tests {
 
     #[test]
     fn only_identities_and_ended_runs_are_settled() {
-        let v = |a| Some(Verdict::new(a, "Brownian: x. R² = 0.5.".into()).concluding("Brownian: x"));
+        let v = |a| Some(Verdict::new(Claim::Diffusion, a, "Brownian: x. R² = 0.5.".into()).concluding("Brownian: x"));
         let mut all = Verdicts {
             sphere: v(Agreement::Agrees),
             markov: v(Agreement::Agrees),
@@ -152,7 +210,7 @@ mod tests {
             brownian: v(Agreement::Disagrees),
             flow: v(Agreement::Partly),
             grouping: v(Agreement::Agrees),
-            joma: vec![Verdict::new(Agreement::NotYet, "too few".into())],
+            joma: vec![Verdict::new(Claim::JomaNonlinear, Agreement::NotYet, "too few".into())],
         };
         let mut ended = all.clone();
         all.settle(120, 300);
@@ -166,5 +224,15 @@ mod tests {
         ended.settle(300, 300);
         let b = ended.brownian.as_ref().unwrap();
         assert!(b.settled && b.sentence == "Brownian: x. R² = 0.5." && b.agreement == Agreement::Disagrees);
+    }
+
+    #[test]
+    fn a_label_names_the_claim_it_answers_and_decides_nothing_before_it_settles() {
+        let mut v = Verdict::new(Claim::JomaNonlinear, Agreement::Partly, "Layer 0: no rebound.".into());
+        assert_eq!(v.label(), "Testing JoMA (with a nonlinear MLP, attention becomes sparse, then dense again).");
+        v.settled = true;
+        assert!(v.label().starts_with("Partly agrees with JoMA (with a nonlinear MLP"), "{}", v.label());
+        let d = Verdict { settled: true, ..Verdict::new(Claim::Diffusion, Agreement::Disagrees, String::new()) };
+        assert_eq!(d.label(), "Disagrees with the Brownian paper (tokens move like Brownian motion).");
     }
 }

@@ -1,7 +1,7 @@
 //! What one probe frame shows: every token on the sphere, attention rows that are a Markov chain,
 //! softmax against its Gaussian kernel, and tokens of one kind gathering.
 
-use super::{Agreement, Verdict};
+use super::{Agreement, Claim, Verdict};
 use crate::data::kind::Kind;
 use crate::science::grouping;
 use crate::science::markov::{self, Validity};
@@ -34,6 +34,7 @@ pub fn grouping(probe: &Probe, symbols: &[String], depth: usize) -> Option<Verdi
     let place = if depth == cfg.layers { "the final LayerNorm".to_string() } else { format!("layer {depth}") };
     Some(
         Verdict::new(
+            Claim::Grouping,
             agreement,
             format!(
                 "{head}: at {place}, tokens of the same kind (colour) have a mean cosine of {:.2} with each other and \
@@ -61,6 +62,7 @@ pub fn on_sphere(probe: &Probe) -> Option<Verdict> {
     let head = if agrees { "On the sphere" } else { "Off the sphere" };
     Some(
         Verdict::new(
+            Claim::Sphere,
             if agrees { Agreement::Agrees } else { Agreement::Disagrees },
             format!(
                 "{head}: every token of the probe row is within {:.1e} (relative) of the sphere of radius √{} = \
@@ -85,13 +87,16 @@ pub fn markov_chain(probe: &Probe) -> Option<Verdict> {
                 Validity::Ok { max_row_error } => worst = worst.max(max_row_error),
                 other => {
                     let sentence = format!("Not a Markov matrix: layer {l} fails the check ({other:?}).");
-                    return Some(Verdict::new(Agreement::Disagrees, sentence).concluding("Not a Markov matrix"));
+                    return Some(
+                        Verdict::new(Claim::Markov, Agreement::Disagrees, sentence).concluding("Not a Markov matrix"),
+                    );
                 }
             }
         }
     }
     Some(
         Verdict::new(
+            Claim::Markov,
             Agreement::Agrees,
             format!(
                 "A Markov chain: every row of every head is non-negative and sums to 1 within {worst:.1e}, so P is \
@@ -131,6 +136,7 @@ pub fn kernel(probe: &Probe) -> Option<Verdict> {
     };
     Some(
         Verdict::new(
+            Claim::Kernel,
             agreement,
             format!(
                 "{head}: with queries and keys on one sphere (Q = K = u) softmax attention is the row-normalised \

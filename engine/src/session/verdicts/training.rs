@@ -1,7 +1,7 @@
 //! What training did: the race (second order against its rival, at equal steps and seconds) and
 //! JoMA's dip and rebound of each layer's attention entropy.
 
-use super::{Agreement, Verdict};
+use super::{Agreement, Claim, Verdict};
 use crate::science::joma::{self, CurveShape};
 use crate::session::measures::EntropyPoint;
 
@@ -35,6 +35,7 @@ pub fn race(curves: &[(String, Vec<(usize, f32)>, Vec<(f64, f32)>)], total: usiz
     let ahead = a < b;
     let head = if ahead { "Fewer steps with second order" } else { "Second order is not ahead in steps" };
     let mut v = Verdict::new(
+        Claim::SecondOrder,
         if ahead { Agreement::Agrees } else { Agreement::Disagrees },
         format!(
             "{head}: after {steps} steps {} is at loss {a:.3}, {} at {b:.3} (the mean of the last tenth).{by_time}",
@@ -51,14 +52,15 @@ pub fn race(curves: &[(String, Vec<(usize, f32)>, Vec<(f64, f32)>)], total: usiz
 pub fn joma(entropy: &[EntropyPoint], nonlinear: bool) -> Vec<Verdict> {
     let layers = entropy.first().map_or(0, |e| e.layers.len());
     let steps: Vec<usize> = entropy.iter().map(|e| e.step).collect();
+    let claim = if nonlinear { Claim::JomaNonlinear } else { Claim::JomaLinear };
     (0..layers)
         .map(|l| {
             let curve: Vec<f64> = entropy.iter().map(|e| e.layers[l]).collect();
             if curve.len() < 3 {
-                return Verdict::new(Agreement::NotYet, format!("Layer {l}: too few frames yet."));
+                return Verdict::new(claim, Agreement::NotYet, format!("Layer {l}: too few frames yet."));
             }
             let Ok(s) = joma::summarize(&curve, Some(&steps)) else {
-                return Verdict::new(Agreement::NotYet, format!("Layer {l}: no finite entropy curve yet."));
+                return Verdict::new(claim, Agreement::NotYet, format!("Layer {l}: no finite entropy curve yet."));
             };
             let numbers = format!(
                 "entropy {:.2} → lowest {:.2} at step {} → {:.2} nats (changes under {} nats count as flat)",
@@ -84,7 +86,7 @@ pub fn joma(entropy: &[EntropyPoint], nonlinear: bool) -> Vec<Verdict> {
                 (CurveShape::Flat, _) => (Agreement::Disagrees, "about as dense as it started: no clear phase"),
             };
             let head = format!("Layer {l}: {words}");
-            Verdict::new(agreement, format!("{head}; {numbers}.")).concluding(head)
+            Verdict::new(claim, agreement, format!("{head}; {numbers}.")).concluding(head)
         })
         .collect()
 }
