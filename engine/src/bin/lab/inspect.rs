@@ -35,9 +35,15 @@ pub struct InspectArgs {
     #[arg(long, conflicts_with = "json")]
     csv: bool,
     /// Also write the raw tensors here (safetensors): hidden.{i} (T, C) entering block i
-    /// (i = n_layer: before ln_f), attn.{l} (NH, T, T), logits (T, V).
+    /// (i = n_layer: before ln_f), attn.{l} (NH, T, T), logits (T, V), and the logit lens
+    /// lens.{d} (T, V) for d < n_layer.
     #[arg(long)]
     dump: Option<PathBuf>,
+    /// The logit lens: the model's own head (final norm and unembedding) read from the stream
+    /// entering every block, its top candidates at every depth and position and where the final
+    /// answer ranks (in the JSON as logit_lens). Costs as much as L + 1 more heads.
+    #[arg(long, conflicts_with_all = ["compare", "csv"])]
+    logit_lens: bool,
     /// Refuse to open or read more than this many MiB (default 16 GiB).
     #[arg(long)]
     memory_limit_mib: Option<u64>,
@@ -69,7 +75,10 @@ pub fn run(a: InspectArgs) -> Result<(), Error> {
         }
         return Ok(());
     }
-    let report = inspect::inspect(&model, &read)?;
+    let mut report = inspect::inspect(&model, &read)?;
+    if a.logit_lens {
+        report.logit_lens = Some(inspect::logit_lens(&model, &read)?);
+    }
     if let Some(d) = dump {
         d.write(&inspect::dump(&model, &read)?)?;
     }
@@ -226,6 +235,25 @@ fn print(r: &Inspection, m: &Pretrained) {
         }
         (_, Some(piece)) => say!("\nAfter {piece:?} the model expects: {}", candidates(r.next.len() - 1)),
         _ => {}
+    }
+    if let Some(l) = &r.logit_lens {
+        print_lens(l, r);
+    }
+}
+
+/// The logit lens at the last position: each depth's top candidates, and when the answer settles.
+fn print_lens(l: &inspect::LogitLens, r: &Inspection) {
+    let Some(i) = r.pieces.len().checked_sub(1) else { return };
+    let next = r.predicts != "masked";
+    if let Some(words) = inspect::logit_lens::lens_in_words(l, &r.pieces, i, next) {
+        say!("\n{words}");
+    }
+    say!("depth  top candidates (probability)  the answer's rank");
+    for (d, cells) in l.depths.iter().enumerate() {
+        let cell = &cells[i];
+        let top: Vec<String> = cell.top.iter().take(3).map(|(_, s, p)| format!("{s:?} {p:.2}")).collect();
+        let name = if d == r.n_layer { "out".to_string() } else { d.to_string() };
+        say!("{name:>5}  {:<48}  {}", top.join(", "), cell.rank);
     }
 }
 
