@@ -260,3 +260,37 @@ test('a long reading is cancelled: the worker stops, the model opens again from 
   assert.equal(await page.getAttribute('#model-brownian', 'data-settled'), 'true', 'the new worker finishes its depth fits');
   assert.deepEqual(problems, []);
 });
+
+test('the logit lens: every depth\'s top candidate and the answer\'s sentence as lab inspect --logit-lens gives them, and beside the sphere at the slider\'s depth', { timeout: 180_000 }, async (t) => {
+  const { page, problems } = await launch(t, { viewport: { width: 1280, height: 800 } });
+  await openModel(page);
+  await page.waitForSelector('#model-tokens', { timeout: 120_000 });
+  await page.fill('#model-text', MODEL_TEXT);
+  await page.click('#model-read');
+  await page.waitForSelector('#model-busy', { state: 'detached', timeout: 60_000 });
+  const cli = JSON.parse(execFileSync(LAB_BIN, ['inspect', '--model', FIXTURE_DIR, '--text', MODEL_TEXT, '--json', '--logit-lens'], { encoding: 'utf8' }));
+  const cliText = execFileSync(LAB_BIN, ['inspect', '--model', FIXTURE_DIR, '--text', MODEL_TEXT, '--logit-lens'], { encoding: 'utf8' });
+  await page.click('#model-lens-run');
+  await page.waitForSelector('#model-lens-grid tbody tr', { timeout: 60_000 });
+  const grid = await page.$$eval('#model-lens-grid tbody tr', (trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => [Number(td.dataset.id), Number(td.dataset.rank)])));
+  const lens = cli.logit_lens;
+  assert.equal(grid.length, lens.depths.length, 'a row per depth, the output last');
+  for (const [d, row] of grid.entries()) {
+    assert.deepEqual(row, lens.depths[d].map((c) => [c.top[0][0], c.rank]), `depth ${d}: the top candidate and the answer's rank of each token`);
+  }
+  await page.locator('#model-lens-block').screenshot({ path: join(ARTIFACTS, 'model-lens.png') });
+  const words = await textOf(page, '#model-lens-words');
+  t.diagnostic(words);
+  assert.ok(cliText.includes(words), `lab inspect --logit-lens says the same: ${words}`);
+  // Beside the sphere, at the depth slider's layer: the followed (last) token's candidates there.
+  await page.$eval('#depth', (e) => { e.value = '5'; e.dispatchEvent(new Event('input', { bubbles: true })); });
+  const last = lens.depths[5].length - 1;
+  const [, piece, p] = lens.depths[5][last].top[0];
+  const now = await textOf(page, '#model-lens-now');
+  assert.ok(now.startsWith('The logit lens at layer 5') && now.includes(`${Math.round(100 * p)}%`), `${now} has "${piece}"`);
+  // A new reading drops the lens of the last one.
+  await page.fill('#model-text', 'Another text.');
+  await page.click('#model-read');
+  await page.waitForSelector('#model-lens-grid', { state: 'detached', timeout: 60_000 });
+  assert.deepEqual(problems, []);
+});

@@ -113,6 +113,10 @@ test('first screens: the presets at 1280x800, an estimate that never moves the p
   await page.setViewportSize({ width: 800, height: 600 });
   for (const panel of ['sphere', 'loss', 'attention', 'writing']) {
     await open(page, `#embed=${panel}`);
+    // After a few steps: the figure drawn, its verdicts measured.
+    await page.click('#start');
+    await page.waitForFunction(() => Number(document.getElementById('step')?.textContent) >= 30, null, { timeout: 60_000 });
+    await page.click('#start');
     await page.waitForTimeout(500);
     const fit = await page.evaluate(() => ({
       scroll: document.scrollingElement.scrollHeight,

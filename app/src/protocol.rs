@@ -123,6 +123,12 @@ pub enum Command {
         texts: [String; 2],
         id: u64,
     },
+    /// The opened model reads `tokens` (a reading's own) through the logit lens: answered by
+    /// `Event::LogitLens` with the same `id`.
+    LogitLens {
+        tokens: Vec<u32>,
+        id: u64,
+    },
     /// To the model worker: a checkpoint of a training history, from its files (named in `files`,
     /// bulk arrays as for `OpenModel`), reads `texts` and is dropped; answered by
     /// `Event::Measured` with the same `id`. The model open stays open.
@@ -327,6 +333,11 @@ pub enum Event {
     Measured {
         id: u64,
         result: Result<Box<Checkpoint>, String>,
+    },
+    /// The answer to `Command::LogitLens`.
+    LogitLens {
+        id: u64,
+        result: Result<Box<engine::lenses::LogitLens>, String>,
     },
     /// The answer to `Command::Compare`.
     Compared {

@@ -116,6 +116,7 @@ impl Lab {
             Event::Reading { id, result } => super::real_model::on_reading(self, id, result, &bulk),
             Event::Depth { id, depth } => super::real_model::on_depth(self, id, *depth),
             Event::Compared { id, result } => super::comparing::on_compared(self, id, result),
+            Event::LogitLens { id, result } => super::logit_lens::on_lens(self, id, result),
             Event::Measured { id, result } => super::history::on_measured(id, result),
             Event::Samples { id, result } if id >= super::real_model::MODEL_IDS => {
                 super::real_model::on_samples(self, id, result)

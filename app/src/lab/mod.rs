@@ -20,6 +20,7 @@ pub mod export;
 mod fetching;
 pub mod history;
 pub mod hub;
+pub mod logit_lens;
 pub mod model_section;
 mod model_worker;
 pub mod pace;

@@ -17,6 +17,7 @@ use super::comparing::Comparing;
 use super::fetching::{self, fits};
 use super::history::HistoryRun;
 use super::hub;
+use super::logit_lens::Lensing;
 use super::model_section::Section;
 use super::{model_worker, Lab};
 use common::protocol::{self, Command, OpenedModel};
@@ -67,6 +68,8 @@ pub struct RealModel {
     pub drawing: Drawing,
     /// A second text read beside the first.
     pub comparing: Comparing,
+    /// The reading shown through the logit lens.
+    pub lensing: Lensing,
     /// A model's checkpoints along its training.
     pub history: HistoryRun,
     pub text: RwSignal<String>,
@@ -118,6 +121,7 @@ impl RealModel {
                 seed: RwSignal::new(0),
             },
             comparing: Comparing::new(),
+            lensing: Lensing::new(),
             history: HistoryRun::new(),
             text: RwSignal::new(super::comparing::FIRST.into()),
             hub_id: RwSignal::new("openai-community/gpt2".into()),
@@ -471,6 +475,7 @@ pub fn on_opened(lab: Lab, n: u64, open: Option<OpenedModel>, error: Option<Stri
         m.reading.set(None);
         m.written.set(None);
         m.comparing.clear();
+        m.lensing.clear();
         if m.mode.get_untracked() == Mode::Model {
             lab.panels.set(None);
         }
@@ -545,6 +550,7 @@ pub fn on_reading(lab: Lab, id: u64, result: Result<(Box<Inspection>, Box<Panels
             panels.attention = protocol::floats_of(bulk.get(1));
             m.reading.set(Some(*inspection));
             m.written.set(None);
+            m.lensing.clear();
             match m.mode.get_untracked() {
                 Mode::Model => lab.panels.set(Some(*panels)),
                 Mode::Train => m.other_panels.set(Some(*panels)),

@@ -14,6 +14,7 @@ pub fn stop_work(lab: Lab) {
     model_worker::stop();
     real_model::refuse_waiting("cancelled: the model's work was stopped");
     m.comparing.cancelled();
+    m.lensing.cancelled();
     let origin = m.origin.get_value();
     match origin {
         Some(Origin::Hub(id)) => {

@@ -47,6 +47,7 @@ impl Reader {
                 Command::OpenModel { name, files, id } => self.open_model(name, &files, &bulk, id),
                 Command::Read { text, id } => self.read(&text, id).await,
                 Command::Compare { texts, id } => self.compare(&texts, id),
+                Command::LogitLens { tokens, id } => self.logit_lens(tokens, id),
                 Command::MeasureCheckpoint { step, name, files, texts, id } => {
                     self.measure(step, &name, &files, &bulk, &texts, id)
                 }

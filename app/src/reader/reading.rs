@@ -151,6 +151,19 @@ impl Reader {
         self.post(Event::Compared { id, result });
     }
 
+    /// The logit lens of a reading's tokens, read again on the CPU (1 + L heads: a few seconds
+    /// for GPT-2 small).
+    pub(super) fn logit_lens(&self, tokens: Vec<u32>, id: u64) {
+        let result = match self.pretrained.as_ref() {
+            Some(p) => lenses::read_ids(p, tokens, MODEL_BUDGET)
+                .and_then(|r| lenses::logit_lens(p, &r))
+                .map(Box::new)
+                .map_err(|e| e.to_string()),
+            None => Err("open a model first".into()),
+        };
+        self.post(Event::LogitLens { id, result });
+    }
+
     /// A training history's checkpoint: opened beside the model open now (within what the tab may
     /// hold), read on the CPU, measured and dropped.
     pub(super) fn measure(&self, step: u64, name: &str, names: &[String], bulk: &[JsValue], texts: &[String], id: u64) {

@@ -19,6 +19,7 @@ pub mod model;
 pub mod model_compare;
 pub mod model_file;
 pub mod model_history;
+pub mod model_lens;
 pub mod model_sections;
 pub mod model_writing;
 pub mod panel;

@@ -12,6 +12,7 @@ use crate::lab::real_model::{self, Mode};
 use crate::lab::Lab;
 use crate::views::model_compare::ModelCompare;
 use crate::views::model_history::ModelHistory;
+use crate::views::model_lens::{lens_now, ModelLens};
 use crate::views::model_sections::SectionTabs;
 use crate::views::model_writing::ModelWriting;
 use crate::views::panel::{symbol_key, verdict_line, Explain, MOTION_KEY};
@@ -303,6 +304,7 @@ pub fn ModelPanel(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                     </p>
                     <p id="model-tokens" class="pieces">{pieces}</p>
                     <p id="model-next">{next_line}</p>
+                    {lens_now(lab, Signal::derive(at))}
                     <p id="model-on" class="note">
                         {move || m.reading.with(|r| r.as_ref().map(|r| reading_place(&r.on).0))}
                     </p>
@@ -405,6 +407,7 @@ pub fn ModelPanel(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                                  are fitted to the same two curves, and the one that misses them by less comes closer."
                             </Explain>
                         </div>
+                        <ModelLens lab=lab at=Signal::derive(at) />
                         </div>
                     </Show>
                 </div>

@@ -261,6 +261,7 @@ impl Worker {
             Command::OpenModel { .. }
             | Command::Read { .. }
             | Command::Compare { .. }
+            | Command::LogitLens { .. }
             | Command::MeasureCheckpoint { .. }
             | Command::SampleModel { .. } => {
                 self.error("a real model opens in the model worker, not the training worker".into())

@@ -19,5 +19,7 @@ pub mod words;
 pub use compare::{compare, Comparison, LayerChange};
 pub use history::History;
 pub use logit_lens::{logit_lens, LogitLens};
-pub use reading::{dump, inspect, read, tokens, tokens_within, DepthFit, HeadLens, Inspection, LayerLens, Read};
+pub use reading::{
+    dump, inspect, read, read_ids, tokens, tokens_within, DepthFit, HeadLens, Inspection, LayerLens, Read,
+};
 pub use view::{first_view, tokens_to_draw, view, with_depth, Reading};

@@ -157,7 +157,15 @@ pub fn tokens(p: &Pretrained, text: &str) -> Result<Vec<u32>> {
 
 /// The forward pass over `text` on the CPU, within `budget`.
 pub fn read(p: &Pretrained, text: &str, budget: u64) -> Result<Read> {
-    let ids = tokens(p, text)?;
+    read_ids(p, tokens(p, text)?, budget)
+}
+
+/// [`read`] of tokens already cut (a reading's own, read again for another lens).
+pub fn read_ids(p: &Pretrained, ids: Vec<u32>, budget: u64) -> Result<Read> {
+    let t = p.model.cfg.context;
+    if ids.is_empty() || ids.len() > t || ids.iter().any(|&i| i as usize >= p.model.cfg.vocab) {
+        return Err(Error::Data(format!("1 to {t} tokens of the model's vocabulary, got {}", ids.len())));
+    }
     memory::check_read(&p.model.cfg, p.model.bf16_bytes(), ids.len(), budget)?;
     let cache = p.model.read(&ids)?;
     let logits = p.model.logits(&cache);
