@@ -79,6 +79,30 @@ for (const [width, height, presenter] of [[1920, 1080, true], [1280, 800, false]
   });
 }
 
+/** The chart each preset's story asks a class to watch. */
+const PRESET_CHARTS = { brownian: 'brownian-chart', joma: 'entropy-chart', race: 'loss-chart', english: 'loss-chart' };
+
+for (const [width, height, presenter] of [[1920, 1080, true], [1280, 800, false]]) {
+  test(`every preset at ${width}x${height}${presenter ? ' in presenter mode' : ''}: the chart its story talks about stays in view from setup to the run's end`, { timeout: 600_000 }, async (t) => {
+    const { page, problems } = await launch(t, { viewport: { width, height } });
+    for (const [preset, chart] of Object.entries(PRESET_CHARTS)) {
+      await open(page, `#preset=${preset}`);
+      if (presenter) await page.keyboard.press('p');
+      await page.selectOption('#pace', '0');
+      await page.waitForSelector(`#${chart}`);
+      const shares = [await seen(page, chart)];
+      await page.click('#start');
+      await page.waitForFunction(() => document.getElementById('status')?.textContent?.trim() === 'done', null, { timeout: 300_000, polling: 250 });
+      await page.waitForTimeout(1500);
+      shares.push(await seen(page, chart));
+      await page.screenshot({ path: join(ARTIFACTS, `screen-${width}-preset-${preset}.png`) });
+      t.diagnostic(`${preset}: #${chart} ${shares.map((x) => `${Math.round(100 * x)}%`).join(' then ')} in view`);
+      for (const x of shares) assert.ok(x >= 0.9, `${preset} at ${width}x${height}: #${chart} is ${Math.round(100 * x)}% in view`);
+    }
+    assert.deepEqual(problems, [], 'no console errors');
+  });
+}
+
 test('first screens: the presets at 1280x800, an estimate that never moves the page, a phone header whose buttons hold their labels, embeds inside 800x600', { timeout: 300_000 }, async (t) => {
   const { page, problems } = await launch(t, { viewport: { width: 1280, height: 800 } });
   await open(page, '');

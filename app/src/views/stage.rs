@@ -1,7 +1,7 @@
 //! The stage: what the first screen holds. Beside the run's sphere, the panel the experiment is
 //! about (its subject): the tour step's panel, else the running preset's (the Brownian panel,
-//! JoMA's entropy, the race's loss and race charts, the writing), else, with a real model open,
-//! the model's panel. The tour's card sits beside them in the same grid, so it never covers a
+//! JoMA's entropy, the race's loss and race charts, the English text's loss and writing), else,
+//! with a real model open, the model's panel. The tour's card sits beside them in the same grid, so it never covers a
 //! panel and its buttons never leave the screen. The style sheet lays the stage out from the
 //! root's `data-subject`.
 
@@ -27,8 +27,8 @@ pub fn subject(lab: Lab, tour_step: Option<usize>) -> Option<&'static str> {
     lab.settings.with(|s| match s.preset.as_str() {
         "brownian" => Some("panel-brownian"),
         "joma" => Some("panel-entropy"),
-        "race" => Some("panel-loss"),
-        "english" => Some("panel-writing"),
+        // The English preset's story is told by its loss chart; the writing follows in its column.
+        "race" | "english" => Some("panel-loss"),
         _ => None,
     })
 }
