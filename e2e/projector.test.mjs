@@ -156,16 +156,14 @@ test('a real model on the projector keeps its text, Read, Write, pieces and cand
   // The button, not the key: the key is the text box's while it has the focus.
   await page.click('#presenter');
   await page.waitForFunction(() => document.documentElement.dataset.presenter === 'on');
-  for (const sel of ['#model-text', '#model-read', '#model-tokens', '#model-next', '#sphere', '#attention', '#model-layers']) {
+  for (const sel of ['#model-text', '#model-read', '#model-write', '#model-tokens', '#model-next', '#sphere', '#attention', '#model-layers']) {
     assert.ok(await page.locator(sel).isVisible(), `${sel} is on the projector`);
   }
-  for (const sel of ['#model-text', '#model-read', '#section-writing', '#sphere', '#attention']) {
+  // The sphere and the attention side by side, the text, Read and Write beside them.
+  for (const sel of ['#model-text', '#model-read', '#model-write', '#sphere', '#attention']) {
     const s = await seen(page, sel);
     assert.ok(s.whole, `${sel} on the first screen`);
   }
-  // Writing is a section of its own: its tab brings Write onto the first screen.
-  await page.click('#section-writing');
-  assert.ok((await seen(page, '#model-write')).whole, '#model-write on the first screen');
   await page.screenshot({ path: join(ARTIFACTS, 'stage-1920-model.png') });
 });
 

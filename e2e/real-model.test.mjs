@@ -127,7 +127,6 @@ test('a real model: GPT-2 fetched under the hub\'s layout reads a text on every 
   // probability it was drawn with, and a click shows the candidates the CLI lists.
   const written = async (flags) => {
     const before = await page.evaluate(() => document.getElementById('model-written')?.dataset.text ?? null);
-    await page.click('#section-writing');
     await page.click('#model-write');
     await page.waitForFunction((b) => {
       const w = document.getElementById('model-written');

@@ -90,7 +90,11 @@ pub fn plan(model: &str, steps: &[u64]) -> String {
             steps.len(),
             mb * steps.len() as f64
         ),
-        None => format!("{} checkpoints of {model}, each as large as the model", steps.len()),
+        None => format!(
+            "{} checkpoints of {model}, each as large as its weights' file (this page knows the sizes of Pythia's; \
+             the download bar shows each one's as it comes)",
+            steps.len()
+        ),
     }
 }
 

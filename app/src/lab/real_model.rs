@@ -446,7 +446,6 @@ pub fn write(lab: Lab) {
         samples: 1,
     };
     let id = m.id();
-    m.section.set(Section::Writing);
     m.busy_after(id, Some("Writing".into()));
     model_worker::send(lab, Command::SampleModel { spec, id }, vec![]);
 }

@@ -294,6 +294,23 @@ pub fn ModelPanel(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                             "Read"
                         </button>
                     </div>
+                    <Show
+                        when=move || fills().is_none()
+                        fallback=move || {
+                            view! {
+                                <p id="model-fills" class="note">
+                                    {move || format!(
+                                        "{} reads the whole text at once, both ways, so it does not write left to right: \
+                                         put {} in the text and Read, and it says what it would put there.",
+                                        m.opened.with(|o| o.as_ref().map(|o| o.family.clone()).unwrap_or_default()),
+                                        fills().unwrap_or_default()
+                                    )}
+                                </p>
+                            }
+                        }
+                    >
+                        <ModelWriting lab=lab />
+                    </Show>
                 </Show>
                 <Show when=move || m.reading.with(Option::is_some)>
                     <p class="caption">
@@ -409,27 +426,6 @@ pub fn ModelPanel(lab: Lab, dark: RwSignal<bool>) -> impl IntoView {
                         </div>
                         <ModelLens lab=lab at=Signal::derive(at) />
                         </div>
-                    </Show>
-                </div>
-                <div id="section-writing-body" class="model-section" hidden=move || m.section.get() != Section::Writing>
-                    <Show when=move || m.opened.with(Option::is_some) fallback=|| view! { <p class="note">"Open a model above: then it writes after your text."</p> }>
-                        <Show
-                            when=move || fills().is_none()
-                            fallback=move || {
-                                view! {
-                                    <p id="model-fills" class="note">
-                                        {move || format!(
-                                            "{} reads the whole text at once, both ways, so it does not write left to right: \
-                                             put {} in the text and Read, and it says what it would put there.",
-                                            m.opened.with(|o| o.as_ref().map(|o| o.family.clone()).unwrap_or_default()),
-                                            fills().unwrap_or_default()
-                                        )}
-                                    </p>
-                                }
-                            }
-                        >
-                            <ModelWriting lab=lab />
-                        </Show>
                     </Show>
                 </div>
                 <div id="section-compare-body" class="model-section" hidden=move || m.section.get() != Section::Compare>
