@@ -183,7 +183,7 @@ test('lose nothing, model files, non-finite loss, Brownian panel, PNG and theme'
   assert.equal(ghosts, 32, 'one ghost walker per token');
   // Each science panel answers its question in words, with the number that makes it meaningful.
   await page.waitForFunction(() => /critical value/.test(document.getElementById('verdict-brownian')?.textContent ?? ''), null, { timeout: 10_000 });
-  const brownianVerdict = await textOf(page, '#verdict-brownian');
+  const brownianVerdict = await textOf(page, '#verdict-brownian .verdict-sentence');
   // (Until its numbers decide, a provisional verdict says it is measuring, with the same numbers.)
   assert.match(brownianVerdict, /^((Brownian|Partly Brownian|Not Brownian)|Measuring \(step \d+ of 300\): not decided yet).*R² = .*KS = [\d.]+, (within|beyond) the 5% critical value 0\.34 for 32 tokens/s);
   assert.match(await textOf(page, '#verdict-sphere'), /^On the sphere: every token of the probe row is within .* of the sphere of radius √32/);
