@@ -186,11 +186,11 @@ test('lose nothing, model files, non-finite loss, Brownian panel, PNG and theme'
   const brownianVerdict = await textOf(page, '#verdict-brownian .verdict-sentence');
   // (Until its numbers decide, a provisional verdict says it is measuring, with the same numbers.)
   assert.match(brownianVerdict, /^((Brownian|Partly Brownian|Not Brownian)|Measuring \(step \d+ of 300\): not decided yet).*R² = .*KS = [\d.]+, (within|beyond) the 5% critical value 0\.34 for 32 tokens/s);
-  assert.match(await textOf(page, '#verdict-sphere'), /^On the sphere: every token of the probe row is within .* of the sphere of radius √32/);
-  assert.match(await textOf(page, '#verdict-markov'), /^A Markov chain: every row of every head is non-negative and sums to 1/);
+  assert.match(await textOf(page, '#verdict-sphere .verdict-sentence'), /^On the sphere: every token of the probe row is within .* of the sphere of radius √32/);
+  assert.match(await textOf(page, '#verdict-markov .verdict-sentence'), /^A Markov chain: every row of every head is non-negative and sums to 1/);
   // (A verdict's words change on screen at most every 2 s, so a class can read them: the latest comes.)
   await page.waitForFunction(() => /entropy [\d.]+ → lowest/.test(document.getElementById('verdict-joma-0')?.textContent ?? ''), null, { timeout: 10_000 });
-  assert.match(await textOf(page, '#verdict-joma-0'), /^(Layer 0: |Layer 0: Measuring \(step \d+ of 300\): not decided yet).*entropy [\d.]+ → lowest/);
+  assert.match(await textOf(page, '#verdict-joma-0 .verdict-sentence'), /^(Layer 0: |Layer 0: Measuring \(step \d+ of 300\): not decided yet).*entropy [\d.]+ → lowest/);
   notes.push(`Brownian verdict: "${brownianVerdict}"`);
   await page.locator('#panel-brownian').screenshot({ path: join(ARTIFACTS, 'panel-brownian.png') });
   await page.locator('#panel-sphere').screenshot({ path: join(ARTIFACTS, 'panel-sphere-ghosts.png') });
